@@ -1,0 +1,87 @@
+"""Benchmark ``bigcodebench``: BigCodeBench through bigcodebench' own loader.
+
+Options: ``split`` complete|instruct (which prompt generators see; samples are judged the
+same way), ``subset`` full|hard. ``--data PATH`` sets BIGCODEBENCH_OVERRIDE_PATH; with
+``subset=hard`` the path must be the Hard file (bigcodebench' loader reads the override file
+as it is). Without a path bigcodebench downloads as usual.
+
+Each task's unittest ``TestCases`` class runs in the solution's own module namespace, as
+bigcodebench does. A task whose libraries are not importable here is reported as
+"skipped: missing library X", never as a failure; so is a task whose reference solution
+fails in this environment (e.g. it needs to spawn processes or reach the network).
+Note: unlike plain-data tests, unittest assertions run inside the sandbox, next to the code
+under test, so a program that monkeypatches ``unittest`` can fake its result (as in
+bigcodebench itself).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import os
+from dataclasses import dataclass
+
+from harness.benchmark import Benchmark, BenchmarkError, BenchmarkOptions
+from harness.hookspecs import hookimpl
+from harness.records import Problem, TestCase
+
+
+@dataclass
+class BigCodeBenchOptions(BenchmarkOptions):
+    split: str = "complete"
+    subset: str = "full"
+
+    def __post_init__(self):
+        if self.split not in ("complete", "instruct"):
+            raise ValueError(f"split must be 'complete' or 'instruct', not {self.split!r}")
+        if self.subset not in ("full", "hard"):
+            raise ValueError(f"subset must be 'full' or 'hard', not {self.subset!r}")
+
+
+class BigCodeBench(Benchmark):
+    name = "bigcodebench"
+    description = "BigCodeBench complete/instruct, full/hard (bigcodebench loader; unittest classes)"
+    Options = BigCodeBenchOptions
+    min_time_limit = 30.0  # bigcodebench allows minutes per task; its tests import heavy libraries
+    time_factor = 4.0
+    memory_mb = 8192
+    reference_failure_policy = "skip_task"
+
+    def load(self) -> list[Problem]:
+        data = self.options.data
+        if data:
+            if not os.path.isfile(data):
+                raise BenchmarkError(f"--data {data}: no such file (expected BigCodeBench-*.jsonl[.gz])")
+            os.environ["BIGCODEBENCH_OVERRIDE_PATH"] = os.path.abspath(data)
+        module = importlib.import_module("bigcodebench.data.bigcodebench")
+        if data:
+            module.BIGCODEBENCH_OVERRIDE_PATH = os.path.abspath(data)
+        try:
+            raw = module.get_bigcodebench(subset=self.options.subset)
+        except Exception as exc:
+            raise BenchmarkError(f"{data or 'bigcodebench download'}: bigcodebench could not load the data: "
+                                 f"{type(exc).__name__}: {exc}") from exc
+        problems = []
+        for task_id, task in raw.items():
+            try:
+                libs = ast.literal_eval(task["libs"]) if isinstance(task["libs"], str) else list(task["libs"])
+            except (ValueError, SyntaxError) as exc:
+                raise BenchmarkError(f"{data}: task {task_id}: field 'libs' is not a list: {exc}") from None
+            prompt = task["complete_prompt"] if self.options.split == "complete" else task["instruct_prompt"]
+            problems.append(Problem(
+                task_id=task_id, prompt=prompt, entry_point=task["entry_point"],
+                reference=task["complete_prompt"] + "\n" + task["canonical_solution"],
+                tests=[TestCase(id="unittest/0", kind="script", script=task["test"], framework="unittest")],
+                libs=sorted(set(libs)),
+                metadata={"complete_prompt": task["complete_prompt"], "split": self.options.split}))
+        return problems
+
+    def sample_code(self, problem, record):
+        if "solution" in record:
+            return record["solution"]
+        return problem.metadata["complete_prompt"] + record["completion"]
+
+
+@hookimpl
+def codea1_register_benchmarks(registry):
+    registry.add(BigCodeBench)

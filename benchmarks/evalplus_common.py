@@ -1,0 +1,142 @@
+"""Shared by the ``humaneval+`` and ``mbpp+`` plugins: evalplus' loaders and oracles.
+
+The data comes through evalplus' own loaders; ``--data PATH`` sets evalplus' override
+variable (HUMANEVAL_OVERRIDE_PATH / MBPP_OVERRIDE_PATH) before evalplus is imported, and
+without a path evalplus downloads as it always does. Expected outputs are the reference
+solution's outputs on base + plus inputs, computed by running it through the executor (the
+evaluation flow caches them), and compared here with evalplus' rules: exact match, then
+``np.allclose`` with the task's atol (1e-6 once a float output was seen), and evalplus'
+special oracles (HumanEval/32 by polynomial root, several MBPP tasks by set equality,
+``is not None``, or a reference formula).
+
+The comparison runs in the trusted parent on plain data, so a returned object whose
+``__eq__`` always answers True fails here, where evalplus (which compares in the child)
+passes it.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import os
+from typing import Any
+
+from harness.benchmark import Benchmark, BenchmarkError
+from harness.judge import Checker
+from harness.records import Problem, TestCase
+
+
+def load_evalplus_problems(dataset: str, data: str | None) -> dict[str, dict]:
+    env_var, module_name, getter = {
+        "humaneval": ("HUMANEVAL_OVERRIDE_PATH", "evalplus.data.humaneval", "get_human_eval_plus"),
+        "mbpp": ("MBPP_OVERRIDE_PATH", "evalplus.data.mbpp", "get_mbpp_plus"),
+    }[dataset]
+    if data:
+        if not os.path.isfile(data):
+            raise BenchmarkError(f"--data {data}: no such file (expected evalplus' {dataset} .jsonl or .jsonl.gz)")
+        os.environ[env_var] = os.path.abspath(data)
+    module = importlib.import_module(module_name)
+    if data:
+        # evalplus reads the variable at import time; set it again for a module imported earlier.
+        setattr(module, env_var, os.path.abspath(data))
+    try:
+        return getattr(module, getter)()
+    except Exception as exc:
+        where = data or "evalplus' download"
+        raise BenchmarkError(f"{where}: evalplus could not load {dataset}+: {type(exc).__name__}: {exc}") from exc
+
+
+def problems_from_evalplus(raw: dict[str, dict], dataset: str) -> list[Problem]:
+    problems = []
+    for task_id, task in raw.items():
+        tests = [TestCase(id=f"base/{i}", args=list(inp), has_expected=False) for i, inp in enumerate(task["base_input"])]
+        tests += [TestCase(id=f"plus/{i}", args=list(inp), has_expected=False) for i, inp in enumerate(task["plus_input"])]
+        problems.append(Problem(task_id=task_id, prompt=task["prompt"], entry_point=task["entry_point"],
+                                reference=task["prompt"] + task["canonical_solution"], tests=tests,
+                                metadata={"atol": float(task.get("atol") or 0), "dataset": dataset}))
+    return problems
+
+
+class EvalplusChecker(Checker):
+    """evalplus' ``unsafe_execute`` comparison, statement for statement, on plain data.
+    Stateful like the original: once a float output is seen, atol stays 1e-6."""
+
+    def __init__(self, dataset: str, entry_point: str, atol: float):
+        self.dataset = dataset
+        self.entry_point = entry_point
+        self.atol = atol
+
+    def check(self, test: TestCase, out: Any, exp: Any) -> tuple[bool, str]:
+        np, is_floats, oracle = _evalplus_parts()
+        inp = test.args or []
+        try:
+            exact_match = out == exp
+            if self.dataset == "mbpp":
+                ep = self.entry_point
+                if ep == "are_equivalent":  # Mbpp/164
+                    exact_match = True
+                elif ep == "sum_div":  # Mbpp/295
+                    exact_match = exact_match or out == 0
+                elif ep == "surface_Area":  # Mbpp/581
+                    exact_match = exact_match or abs(out - oracle._surface_Area(*inp)) <= self.atol
+                elif ep == "digit_distance_nums":  # Mbpp/558
+                    exact_match = exact_match or out == oracle._digit_distance_nums(*inp)
+                elif ep in oracle.MBPP_OUTPUT_SET_EQ_TASKS:
+                    exact_match = set(out) == set(exp)
+                elif ep in oracle.MBPP_OUTPUT_NOT_NONE_TASKS:
+                    exact_match = out == exp if isinstance(out, bool) else exp == (out is not None)
+            if self.dataset == "humaneval" and self.entry_point == "find_zero":
+                ok = abs(oracle._poly(*inp, out)) <= self.atol
+                return (True, "") if ok else (False, f"|poly(x={out!r})| > atol {self.atol}")
+            if self.atol == 0 and is_floats(exp):
+                self.atol = 1e-6
+            if not exact_match and self.atol != 0:
+                ok = type(out) == type(exp)
+                if ok and isinstance(exp, (list, tuple)):
+                    ok = len(out) == len(exp)
+                ok = ok and bool(np.allclose(out, exp, rtol=1e-07, atol=self.atol))
+            else:
+                ok = bool(exact_match)
+        except Exception as exc:  # noqa: BLE001 - as in evalplus: a comparison error is a failure
+            return False, f"comparison failed: {type(exc).__name__}: {exc}"
+        if ok:
+            return True, ""
+        return False, f"got {_short(out)}, expected {_short(exp)}"
+
+
+@functools.lru_cache(maxsize=1)
+def _evalplus_parts():
+    import numpy as np
+    from evalplus.eval import _special_oracle as oracle
+    from evalplus.eval import is_floats
+
+    return np, is_floats, oracle
+
+
+def _short(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) < 200 else text[:200] + "..."
+
+
+class EvalplusBenchmark(Benchmark):
+    """Base of humaneval+ and mbpp+; subclasses set ``name`` and ``dataset``."""
+
+    dataset = ""
+    reference_failure_policy = "drop_test"  # an input the reference cannot handle has no expected output
+
+    def load(self) -> list[Problem]:
+        return problems_from_evalplus(load_evalplus_problems(self.dataset, self.options.data), self.dataset)
+
+    def checker(self, problem: Problem) -> Checker:
+        return EvalplusChecker(self.dataset, problem.entry_point, problem.metadata.get("atol", 0.0))
+
+    def reference_expected(self, problem: Problem) -> bool:
+        return True
+
+    def expected_from_reference(self, problem: Problem, value: Any) -> Any:
+        if self.dataset == "mbpp":
+            from evalplus.eval._special_oracle import MBPP_OUTPUT_NOT_NONE_TASKS
+
+            if problem.entry_point in MBPP_OUTPUT_NOT_NONE_TASKS:
+                return value is not None
+        return value

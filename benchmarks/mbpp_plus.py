@@ -1,0 +1,17 @@
+"""Benchmark ``mbpp+``: MBPP+ through evalplus' loader (base + plus inputs, evalplus' input
+deserialisation and special oracles). ``--data PATH`` points at MbppPlus-*.jsonl[.gz]."""
+
+from harness.hookspecs import hookimpl
+
+from benchmarks.evalplus_common import EvalplusBenchmark
+
+
+class MbppPlus(EvalplusBenchmark):
+    name = "mbpp+"
+    description = "MBPP+ (evalplus loader; base + plus inputs, evalplus oracles)"
+    dataset = "mbpp"
+
+
+@hookimpl
+def codea1_register_benchmarks(registry):
+    registry.add(MbppPlus)

@@ -1,0 +1,90 @@
+"""Benchmark ``ult``: UnLeakedTestBench (Test LLM evaluation).
+
+Reads ULT_Lite's JSON array or the full set's JSON Lines; each record has ``task_id``,
+``func_name``, ``code`` (the reference function), ``prompt`` and ``test_list`` (a list of
+assert strings, or its Python repr as in ULT_Lite).
+
+Beware: ULT_Lite's ``test_list`` asserts are not valid golden tests (only about 15% hold on
+the reference). They are a realistic sample of *generated* tests, which is how the test
+evaluation uses them; as golden tests of code evaluation they reject correct code.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+
+from harness.asserts import parse_assert, AssertParseError
+from harness.benchmark import Benchmark, BenchmarkError
+from harness.hookspecs import hookimpl
+from harness.records import Problem
+
+# The imports the reference evaluation puts above each function and its tests.
+IMPORT_HEADER = ("import math\nimport re\nimport string\nimport itertools\nimport collections\nimport heapq\n"
+                 "import functools\nimport random\nimport datetime\nfrom typing import *\n"
+                 "from collections import *\n")
+
+
+def read_records(path: str) -> list[tuple[int, dict]]:
+    """(line, record) pairs from a JSON array (line 1 for all) or JSON Lines."""
+    with open(path) as fh:
+        text = fh.read()
+    if text.lstrip().startswith("["):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise BenchmarkError(f"{path}:{exc.lineno}: invalid JSON: {exc.msg}") from None
+        return [(1, r) for r in data]
+    out = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            try:
+                out.append((lineno, json.loads(line)))
+            except json.JSONDecodeError as exc:
+                raise BenchmarkError(f"{path}:{lineno}: invalid JSON: {exc.msg}") from None
+    return out
+
+
+class UnLeakedTestBench(Benchmark):
+    name = "ult"
+    description = "UnLeakedTestBench (ULT_Lite JSON array or full ULT JSONL): functions + asserts"
+
+    def load(self) -> list[Problem]:
+        path = self.options.data
+        if not path:
+            raise BenchmarkError("benchmark 'ult' needs --data PATH (ULT_Lite.json or the full set's .jsonl)")
+        if not os.path.isfile(path):
+            raise BenchmarkError(f"--data {path}: no such file")
+        problems = []
+        for lineno, rec in read_records(path):
+            where = f"{path}:{lineno}"
+            for field in ("task_id", "func_name", "code"):
+                if field not in rec:
+                    raise BenchmarkError(f"{where}: task {rec.get('task_id', '?')}: missing field {field!r}")
+            raw_tests = rec.get("test_list", [])
+            if isinstance(raw_tests, str):
+                try:
+                    raw_tests = ast.literal_eval(raw_tests)
+                except (ValueError, SyntaxError) as exc:
+                    raise BenchmarkError(f"{where}: task {rec['task_id']}: field 'test_list' is not a list: {exc}") from None
+            tests = []
+            for i, src in enumerate(raw_tests):
+                try:
+                    tests.append(parse_assert(src, rec["func_name"], f"assert/{i}"))
+                except AssertParseError as exc:
+                    raise BenchmarkError(f"{where}: task {rec['task_id']}: field 'test_list'[{i}]: {exc.reason}") from None
+            problems.append(Problem(task_id=str(rec["task_id"]), prompt=rec.get("prompt", ""),
+                                    entry_point=rec["func_name"], reference=IMPORT_HEADER + rec["code"],
+                                    tests=tests, prelude=IMPORT_HEADER))
+        return problems
+
+    def sample_code(self, problem, record):
+        if "solution" in record:
+            return IMPORT_HEADER + record["solution"]
+        return IMPORT_HEADER + record["completion"]
+
+
+@hookimpl
+def codea1_register_benchmarks(registry):
+    registry.add(UnLeakedTestBench)

@@ -1,0 +1,84 @@
+"""Benchmark plugin base: loads Problem records and says how its samples are judged."""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+from typing import Any
+
+from harness.judge import Checker
+from harness.records import Problem
+
+
+@dataclass
+class BenchmarkOptions:
+    """Options every benchmark understands; plugins extend this dataclass."""
+
+    data: str | None = None  # file or directory holding the benchmark's data
+
+
+class BenchmarkError(ValueError):
+    """Bad benchmark data: the message names the file, the line and the field."""
+
+
+class Benchmark:
+    name = ""
+    description = ""
+    Options = BenchmarkOptions
+    # Timeout rule (evalplus): per test max(min_time_limit, time_factor x reference time).
+    min_time_limit = 1.0
+    time_factor = 4.0
+    memory_mb = 4096  # address-space limit of the sandbox child
+    # When the reference solution fails a golden test here: "report" it and keep the test,
+    # "drop_test" (no expected value exists), or "skip_task" (the environment lacks something).
+    reference_failure_policy = "report"
+    # Modules worth importing once per sandbox worker for this benchmark.
+    preload: tuple[str, ...] = ()
+
+    def __init__(self, options: Any = None):
+        self.options = options or self.Options()
+
+    def load(self) -> list[Problem]:
+        raise NotImplementedError
+
+    def sample_code(self, problem: Problem, record: dict) -> str:
+        """The program to run for one samples-file record (evalplus' convention: ``solution``
+        is a whole program, ``completion`` continues the prompt)."""
+        if "solution" in record:
+            return record["solution"]
+        return problem.prompt + record["completion"]
+
+    def checker(self, problem: Problem) -> Checker:
+        """A fresh checker per sample; benchmarks with special comparison rules override."""
+        return Checker()
+
+    def reference_expected(self, problem: Problem) -> bool:
+        """True when expected values come from running the reference solution (HumanEval+,
+        MBPP+) rather than from the tests themselves."""
+        return False
+
+    def expected_from_reference(self, problem: Problem, value: Any) -> Any:
+        """Turn the reference's output into the expected value (MBPP+ keeps only
+        ``is not None`` for a few tasks)."""
+        return value
+
+    def missing_libraries(self, problem: Problem) -> list[str]:
+        """Libraries the task imports that this environment lacks: such tasks are reported
+        as skipped, never as failures."""
+        missing = []
+        for lib in problem.libs:
+            top = lib.split(".")[0]
+            try:
+                if importlib.util.find_spec(top) is None:
+                    missing.append(lib)
+            except (ImportError, ValueError):
+                missing.append(lib)
+        return missing
+
+    def default_samples(self) -> str | None:
+        """A samples file to use when ``--samples`` is not given (the demo ships one)."""
+        return None
+
+    def data_identity(self) -> str:
+        """What identifies the data for caches and run configs."""
+        return str(self.options.data or "")

@@ -1,0 +1,132 @@
+"""The ``codea1`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Sequence
+
+from harness.benchmark import BenchmarkError
+from harness.plugin_manager import PluginLoadError, load_plugins
+from harness.registry import OptionError, UnknownPluginError
+from harness.runstore import RunStoreError
+from harness.samples import SamplesError
+
+USER_ERRORS = (BenchmarkError, UnknownPluginError, OptionError, RunStoreError, SamplesError, PluginLoadError,
+               FileNotFoundError, ValueError)
+
+
+def _key_values(pairs: Sequence[str], flag: str) -> dict[str, str]:
+    out = {}
+    for pair in pairs or ():
+        if "=" not in pair:
+            raise OptionError(f"{flag} {pair!r}: expected KEY=VALUE")
+        key, value = pair.split("=", 1)
+        out[key.strip()] = value
+    return out
+
+
+def _ks(text: str) -> list[int]:
+    try:
+        ks = sorted({int(x) for x in text.split(",") if x.strip()})
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--k {text!r}: expected comma-separated positive integers") from None
+    if not ks or ks[0] < 1:
+        raise argparse.ArgumentTypeError(f"--k {text!r}: expected comma-separated positive integers")
+    return ks
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="codea1", description="Evaluate and train code LLMs and test LLMs.")
+    parser.add_argument("--plugin", action="append", default=[], metavar="PATH",
+                        help="load a plugin from a local .py file (repeatable)")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("plugins", help="list every plugin by kind, name and origin")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+    p = sub.add_parser("evaluate", help="score a samples file on a benchmark (pass@k, avg@k)")
+    p.add_argument("--benchmark", required=True, help="benchmark name (see `codea1 plugins`)")
+    p.add_argument("--data", help="benchmark data file or directory (default: the benchmark's own loader)")
+    p.add_argument("--samples", help="samples .jsonl (solution|completion per line) or evalplus samples directory")
+    p.add_argument("--executor", default="subprocess", help="executor name (default: subprocess)")
+    p.add_argument("--executor-opt", action="append", default=[], metavar="KEY=VALUE", help="executor option")
+    p.add_argument("--benchmark-opt", action="append", default=[], metavar="KEY=VALUE", help="benchmark option")
+    p.add_argument("--k", type=_ks, default=[1], help="comma-separated k for pass@k/avg@k (default 1)")
+    p.add_argument("--workers", type=int, help="parallel sandbox workers (default: all cores)")
+    p.add_argument("--out", required=True, help="run directory (resumed when it exists)")
+    p.add_argument("--overwrite", action="store_true", help="discard what --out holds and start over")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.add_argument("--no-reference-cache", action="store_true", help="recompute reference outputs")
+    p.add_argument("--no-dedupe", action="store_true",
+                   help="execute every sample, even identical programs of the same task")
+    return parser
+
+
+def cmd_plugins(plugins, args) -> int:
+    rows = plugins.listing()
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    widths = [max(len(r[c]) for r in rows + [{"kind": "KIND", "name": "NAME", "distribution": "FROM"}])
+              for c in ("kind", "name", "distribution")]
+    print(f"{'KIND':<{widths[0]}}  {'NAME':<{widths[1]}}  {'FROM':<{widths[2]}}  DESCRIPTION")
+    for r in rows:
+        print(f"{r['kind']:<{widths[0]}}  {r['name']:<{widths[1]}}  {r['distribution']:<{widths[2]}}  {r['description']}")
+    return 0
+
+
+def _fmt(x: float) -> str:
+    return f"{100 * x:6.2f}"
+
+
+def cmd_evaluate(plugins, args) -> int:
+    from harness.evaluation import EvaluateConfig, evaluate
+
+    cfg = EvaluateConfig(benchmark=args.benchmark, out=args.out, samples=args.samples, data=args.data,
+                         executor=args.executor, executor_options=_key_values(args.executor_opt, "--executor-opt"),
+                         benchmark_options=_key_values(args.benchmark_opt, "--benchmark-opt"), k=args.k,
+                         workers=args.workers, overwrite=args.overwrite, progress=not args.no_progress,
+                         reference_cache=not args.no_reference_cache, dedupe=not args.no_dedupe)
+    results = evaluate(plugins, cfg)
+    print(f"benchmark {results['benchmark']}  samples {results['counts']['samples']}  "
+          f"(resumed {results['resumed']})  executor {results['executor']}")
+    counts = ", ".join(f"{k} {v}" for k, v in results["counts"].items() if k != "samples" and v)
+    print(f"verdicts: {counts}")
+    for name, value in results["metrics"].items():
+        print(f"  {name:<16} {_fmt(value)}")
+    for name, note in results["metric_notes"].items():
+        print(f"  {name:<16}    n/a  ({note})")
+    rows = [(t, d) for t, d in results["tasks"].items()]
+    if len(rows) <= 40:
+        print(f"\n  {'task':<24} {'n':>3} {'pass':>4}  statuses")
+        for t, d in rows:
+            print(f"  {t:<24} {d['n']:>3} {d['passed']:>4}  {' '.join(d['statuses'])}")
+    for task, reason in list(results["skipped_tasks"].items())[:10]:
+        print(f"  {task}: {reason}")
+    print(f"\nwrote {args.out}/results.json, verdicts.jsonl, config.json, environment.json")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        plugins = load_plugins(args.plugin)
+        if args.command == "plugins":
+            return cmd_plugins(plugins, args)
+        if args.command == "evaluate":
+            return cmd_evaluate(plugins, args)
+    except USER_ERRORS as exc:
+        print(f"codea1: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("codea1: interrupted; rerun the same command to resume", file=sys.stderr)
+        return 130
+    parser.error(f"unknown command {args.command}")
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

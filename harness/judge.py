@@ -1,0 +1,144 @@
+"""Judging: raw outcomes + tests -> Verdict, in the trusted process, on plain data only."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from harness.records import (ERROR, FAIL, PASS, SANDBOX_ERROR, TIMEOUT, ExecJob, RawResult, TestCase,
+                             TestVerdict, Verdict)
+
+
+def _short(value: Any, limit: int = 200) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def compare(op: str, value: Any, expected: Any) -> bool:
+    """Apply a test's operator to plain data. Any exception (e.g. '<' between str and int)
+    means the assertion does not hold."""
+    try:
+        if op == "==":
+            return bool(value == expected)
+        if op == "!=":
+            return bool(value != expected)
+        if op == "<":
+            return bool(value < expected)
+        if op == "<=":
+            return bool(value <= expected)
+        if op == ">":
+            return bool(value > expected)
+        if op == ">=":
+            return bool(value >= expected)
+        if op == "in":
+            return bool(value in expected)
+        if op == "not in":
+            return bool(value not in expected)
+        if op == "contains":
+            return bool(expected in value)
+        if op == "not contains":
+            return bool(expected not in value)
+        if op == "is":  # only singletons are parsed into 'is' tests
+            return value is expected
+        if op == "is not":
+            return value is not expected
+        if op == "truthy":
+            return bool(value)
+        if op == "falsy":
+            return not value
+    except Exception:  # noqa: BLE001 - plain data only; a failing comparison is a failing test
+        return False
+    raise ValueError(f"unknown operator {op!r}")
+
+
+class Checker:
+    """Decides whether one call test's value is right. A fresh checker is made per sample,
+    so a checker may keep state across the tests of that sample (evalplus does)."""
+
+    def check(self, test: TestCase, value: Any, expected: Any) -> tuple[bool, str]:
+        ok = compare(test.op, value, expected)
+        if ok:
+            return True, ""
+        if test.op in ("truthy", "falsy"):
+            return False, f"got {_short(value)}, expected a {test.op} value"
+        return False, f"got {_short(value)}, expected {test.op} {_short(expected)}"
+
+
+RECHECK = "recheck"
+
+
+def judge(task_id: str, sample_index: int, job: ExecJob, raw: RawResult,
+          checker: Checker | None = None, expected_override: Callable[[int], Any] | None = None,
+          expected_digest: Callable[[int], str | None] | None = None) -> Verdict:
+    """Score one sample. ``expected_override(i)`` supplies expected values computed elsewhere
+    (e.g. HumanEval+'s outputs of the reference solution); ``expected_digest(i)`` the digest
+    of the reference's encoded output, for large outputs sent as digests.
+
+    A digest equal to the reference's proves an exact match. A different digest proves
+    nothing (1 == 1.0, float tolerance): such a verdict comes back with status "recheck" and
+    the caller reruns the job with ``large_output="value"``."""
+    checker = checker or Checker()
+    verdict = Verdict(task_id=task_id, sample_index=sample_index, status=PASS, wall_time=raw.wall_time)
+    if raw.sandbox_error:
+        verdict.status = SANDBOX_ERROR
+        verdict.message = raw.sandbox_error
+        verdict.tests = [TestVerdict(t.id, "not_run") for t in job.tests]
+        return verdict
+    if raw.exit.startswith("protocol:"):
+        verdict.status = FAIL
+        verdict.message = f"result channel tampered with ({raw.exit})"
+        verdict.tests = [TestVerdict(t.id, "not_run") for t in job.tests]
+        verdict.first_failure = {"test": "", "message": verdict.message}
+        return verdict
+    if raw.load_error:
+        verdict.status = ERROR
+        verdict.message = raw.load_error
+        verdict.tests = [TestVerdict(t.id, "not_run") for t in job.tests]
+        verdict.first_failure = {"test": "", "message": raw.load_error}
+        return verdict
+
+    for i, (test, outcome) in enumerate(zip(job.tests, raw.outcomes)):
+        status, message = "pass", ""
+        if outcome.status == "ok" and outcome.digest is not None:
+            # An exact match on a digest skips the checker, and with it evalplus' sticky
+            # float tolerance for later tests; a mismatch is rechecked on full values.
+            if not (expected_digest and expected_digest(i) == outcome.digest):
+                status, message = RECHECK, "large output differs from the reference's: compare values"
+        elif outcome.status == "ok":
+            if expected_override is not None:
+                expected = expected_override(i)
+            elif test.expected_source:
+                expected = outcome.expected
+            else:
+                expected = test.expected
+            if test.expected_source and outcome.expected_error is not None and expected_override is None:
+                status, message = "fail", f"the expected value could not be computed: {outcome.expected_error}"
+            else:
+                ok, message = checker.check(test, outcome.value, expected)
+                status = "pass" if ok else "fail"
+        elif outcome.status == "passed":
+            status = "pass"
+        elif outcome.status in ("failed", "exception"):
+            status, message = "fail", outcome.message
+        elif outcome.status == "timeout":
+            status, message = "timeout", outcome.message
+        else:
+            status = "not_run"
+        verdict.tests.append(TestVerdict(test.id, status, message, outcome.time))
+
+    if any(t.status == RECHECK for t in verdict.tests):
+        verdict.status = RECHECK
+        return verdict
+    first_bad = next((t for t in verdict.tests if t.status != "pass"), None)
+    if first_bad is not None:
+        verdict.status = TIMEOUT if first_bad.status == "timeout" else FAIL
+        msg = first_bad.message or ("not run: " + raw.exit if first_bad.status == "not_run" else "")
+        verdict.first_failure = {"test": first_bad.id, "message": msg}
+        verdict.message = msg
+    groups: dict[str, list[TestVerdict]] = {}
+    for test, tv in zip(job.tests, verdict.tests):
+        groups.setdefault(test.group, []).append(tv)
+    for name, tvs in groups.items():
+        bad = next((t for t in tvs if t.status != "pass"), None)
+        verdict.groups[name] = PASS if bad is None else ("not_run" if bad.status == "not_run" else
+                                                         TIMEOUT if bad.status == "timeout" else FAIL)
+    return verdict

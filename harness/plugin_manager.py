@@ -1,0 +1,126 @@
+"""Builds the pluggy plugin manager and the registries.
+
+Built-in plugins are ordinary plugin modules, listed once in ``BUILTIN_PLUGINS`` and loaded
+the same way as third-party ones: by module name. Third-party plugins come from the
+``codea1`` entry-point group (unless ``CODEA1_DISABLE_PLUGIN_AUTOLOAD`` is set) and from
+files given with ``--plugin PATH``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import pluggy
+
+from harness import hookspecs
+from harness.registry import KINDS, Registry, UnknownPluginError, did_you_mean
+
+DISABLE_AUTOLOAD_ENV = "CODEA1_DISABLE_PLUGIN_AUTOLOAD"
+BUILTIN_DISTRIBUTION = "codea1 (built-in)"
+
+BUILTIN_PLUGINS = (
+    "plugins.executors.subprocess",
+    "plugins.metrics.pass_at_k",
+    "plugins.metrics.avg_at_k",
+    "benchmarks.demo",
+    "benchmarks.humaneval_plus",
+    "benchmarks.mbpp_plus",
+    "benchmarks.bigcodebench",
+    "benchmarks.ult",
+    "benchmarks.kodcode",
+)
+
+
+class PluginLoadError(RuntimeError):
+    pass
+
+
+@dataclass
+class Plugins:
+    """The loaded plugin manager with one registry per kind."""
+
+    pm: pluggy.PluginManager
+    registries: dict[str, Registry] = field(default_factory=dict)
+
+    def __getattr__(self, kind: str) -> Registry:
+        registries = self.__dict__.get("registries", {})
+        if kind in registries:
+            return registries[kind]
+        raise AttributeError(kind)
+
+    @property
+    def hook(self):
+        return self.pm.hook
+
+    def listing(self) -> list[dict[str, str]]:
+        rows = []
+        for kind in KINDS:
+            for name in self.registries[kind].names():
+                e = self.registries[kind].get(name)
+                rows.append({"kind": kind[:-1], "name": name, "plugin": e.plugin,
+                             "distribution": e.distribution, "description": e.description})
+        return rows
+
+
+def _load_file_plugin(path: str):
+    p = Path(path)
+    if not p.is_file():
+        raise PluginLoadError(f"--plugin {path}: no such file")
+    mod_name = f"codea1_file_plugin_{abs(hash(str(p.resolve())))}"
+    spec = importlib.util.spec_from_file_location(mod_name, p)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[mod_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        raise PluginLoadError(f"--plugin {path}: {type(exc).__name__}: {exc}") from exc
+    return module
+
+
+def load_plugins(plugin_paths: Sequence[str] = (), autoload: bool | None = None,
+                 extra: Sequence[object] = ()) -> Plugins:
+    """Create the plugin manager: built-ins, entry points, ``--plugin`` files, ``extra`` objects."""
+    pm = pluggy.PluginManager(hookspecs.PROJECT)
+    pm.add_hookspecs(hookspecs)
+    origin: dict[str, str] = {}
+    for name in BUILTIN_PLUGINS:
+        pm.register(importlib.import_module(name), name=name)
+        origin[name] = BUILTIN_DISTRIBUTION
+    if autoload is None:
+        autoload = not os.environ.get(DISABLE_AUTOLOAD_ENV)
+    if autoload:
+        try:
+            pm.load_setuptools_entrypoints(hookspecs.PROJECT)
+        except Exception as exc:  # a broken third-party plugin names itself
+            raise PluginLoadError(f"loading entry points of group {hookspecs.PROJECT!r} failed: {exc}") from exc
+        for plugin, dist in pm.list_plugin_distinfo():
+            origin[pm.get_name(plugin)] = f"{dist.metadata['name']} {dist.version}"
+    for path in plugin_paths:
+        module = _load_file_plugin(path)
+        pm.register(module, name=f"file:{path}")
+        origin[f"file:{path}"] = f"file {path}"
+    for obj in extra:
+        name = pm.register(obj)
+        origin[name] = "registered in-process"
+    pm.check_pending()
+
+    plugins = Plugins(pm)
+    for kind in KINDS:
+        registry = Registry(kind)
+        hook = getattr(pm.hook, f"codea1_register_{kind}")
+        # Called one implementation at a time so each entry records which plugin added it.
+        for impl in reversed(hook.get_hookimpls()):
+            registry._current = (impl.plugin_name, origin.get(impl.plugin_name, "unknown"))
+            impl.function(registry=registry)
+        registry._current = ("", "")
+        plugins.registries[kind] = registry
+    return plugins
+
+
+__all__ = ["load_plugins", "Plugins", "PluginLoadError", "UnknownPluginError", "did_you_mean", "BUILTIN_PLUGINS"]

@@ -1,0 +1,182 @@
+"""Records shared by every flow: problems, samples, tests, execution jobs and verdicts.
+
+Plain dataclasses that serialise to JSON (``to_json``/``from_json``); the run store writes
+them with ``RECORD_VERSION`` so that files from older runs can be recognised.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+RECORD_VERSION = 1
+
+# Verdict statuses. Only PASS counts as solved; SKIPPED leaves the denominators.
+PASS = "pass"
+FAIL = "fail"
+TIMEOUT = "timeout"
+ERROR = "error"  # the program did not load (syntax error, exception at import, crash)
+SKIPPED = "skipped"  # cannot be judged here (e.g. a library the task needs is missing)
+SANDBOX_ERROR = "sandbox_error"  # the executor failed; trainers give such groups zero advantage
+VERDICT_STATUSES = (PASS, FAIL, TIMEOUT, ERROR, SKIPPED, SANDBOX_ERROR)
+
+# Comparison operators a call test may use; the harness applies them to plain data.
+COMPARISON_OPS = ("==", "!=", "<", "<=", ">", ">=", "in", "not in", "contains", "not contains", "is", "is not",
+                  "truthy", "falsy")
+
+
+class _Record:
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]):
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(data) - names
+        if unknown:
+            raise ValueError(f"{cls.__name__}: unknown field(s) {sorted(unknown)}")
+        return cls(**data)
+
+
+@dataclass
+class TestCase(_Record):
+    """One golden or generated test.
+
+    kind "call": the value of ``call`` (a Python expression that invokes the code under test)
+    or of ``entry_point(*args)`` (``args`` as plain data) is compared by the harness, in the
+    trusted parent, with ``expected`` using ``op``. ``expected_source`` holds the expected side
+    when it is an expression rather than a literal; executors evaluate it before the code under
+    test is loaded, so the code cannot influence it.
+
+    kind "script": ``script`` is test code (``framework`` "unittest": a TestCases class run in
+    the solution's module, as BigCodeBench does; "pytest": a test module that imports from
+    ``solution``). Its pass/fail is reported from inside the sandbox.
+    """
+
+    id: str
+    kind: str = "call"
+    call: str | None = None
+    args: list | None = None
+    op: str = "=="
+    expected: Any = None
+    expected_source: str | None = None
+    has_expected: bool = True
+    source: str | None = None
+    script: str | None = None
+    framework: str | None = None
+
+    def __post_init__(self):
+        if self.kind not in ("call", "script"):
+            raise ValueError(f"test {self.id}: kind must be 'call' or 'script', not {self.kind!r}")
+        if self.kind == "call" and (self.call is None) == (self.args is None):
+            raise ValueError(f"test {self.id}: a call test needs exactly one of 'call' and 'args'")
+        if self.op not in COMPARISON_OPS:
+            raise ValueError(f"test {self.id}: unsupported operator {self.op!r}")
+
+    @property
+    def group(self) -> str:
+        """Tests are grouped by the id prefix before '/', e.g. HumanEval+'s 'base' and 'plus'."""
+        return self.id.split("/", 1)[0] if "/" in self.id else "tests"
+
+
+@dataclass
+class Problem(_Record):
+    task_id: str
+    prompt: str
+    entry_point: str
+    reference: str  # complete, runnable reference solution
+    tests: list[TestCase] = field(default_factory=list)
+    prelude: str = ""  # imports the tests need besides the solution
+    libs: list[str] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, data):
+        data = dict(data)
+        data["tests"] = [TestCase.from_json(t) for t in data.get("tests", [])]
+        return super().from_json(data)
+
+
+@dataclass
+class CodeSample(_Record):
+    task_id: str
+    index: int  # position among this task's samples in the samples file
+    code: str  # complete program under test
+    source: str = ""  # "file:line" it was read from
+
+
+@dataclass
+class ExecJob(_Record):
+    """What an executor runs: one program against many tests, with limits."""
+
+    job_id: str
+    code: str
+    tests: list[TestCase]
+    entry_point: str | None = None
+    prelude: str = ""
+    time_limits: list[float] = field(default_factory=list)  # seconds, one per test
+    batch_timeout: float = 60.0  # whole-job wall limit enforced from outside the child
+    memory_mb: int = 4096
+    fail_fast: bool = True  # stop at the first test that raises or times out
+    # How outputs larger than 64 KiB (encoded) come back: "value", "digest" (SHA-256 of the
+    # encoding only: the parent compares it with the reference's digest) or "both".
+    large_output: str = "value"
+
+
+@dataclass
+class RawOutcome(_Record):
+    """What came back for one test, before judging. status: ok | exception | timeout | not_run
+    | passed | failed (script tests)."""
+
+    status: str
+    value: Any = None
+    digest: str | None = None  # set instead of value for large outputs (ExecJob.large_output)
+    expected: Any = None  # value of expected_source, when the test had one
+    expected_error: str | None = None
+    message: str = ""
+    time: float = 0.0
+    details: dict[str, str] | None = None
+
+
+@dataclass
+class RawResult(_Record):
+    job_id: str
+    outcomes: list[RawOutcome]
+    load_error: str | None = None
+    exit: str = "finished"  # finished | timeout | crashed: ... | protocol: ...
+    stdout: str = ""
+    stderr: str = ""
+    wall_time: float = 0.0
+    sandbox_error: str | None = None
+
+
+@dataclass
+class TestVerdict(_Record):
+    id: str
+    status: str  # pass | fail | timeout | error | not_run
+    message: str = ""
+    time: float = 0.0
+
+
+@dataclass
+class Verdict(_Record):
+    task_id: str
+    sample_index: int
+    status: str
+    tests: list[TestVerdict] = field(default_factory=list)
+    first_failure: dict[str, str] | None = None
+    groups: dict[str, str] = field(default_factory=dict)
+    message: str = ""
+    wall_time: float = 0.0
+    code_hash: str = ""  # identifies the judged program, so a resumed run never reuses a stale verdict
+
+    @property
+    def passed(self) -> bool:
+        return self.status == PASS
+
+    @classmethod
+    def from_json(cls, data):
+        data = dict(data)
+        data["tests"] = [TestVerdict.from_json(t) for t in data.get("tests", [])]
+        return super().from_json(data)

@@ -1,0 +1,148 @@
+"""Running each problem's reference solution once: outputs (expected values for benchmarks
+whose tests are inputs only), per-test times (the timeout rule), digests of large outputs,
+and which golden tests the reference itself fails.
+
+Results are cached on disk, one file per problem, named by a fingerprint of everything that
+determines them. Large outputs (HumanEval+ has single answers of 100+ MB) live in a side
+file that is read only when a value is actually needed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from harness import plaindata
+from harness.execution import Executor, encoded_tests, run_jobs
+from harness.judge import Checker, judge
+from harness.records import ExecJob, Problem, RawResult
+
+CACHE_VERSION = "2"
+REFERENCE_TEST_LIMIT = 60.0  # seconds per test for the reference (evalplus gives it no limit)
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("CODEA1_CACHE_DIR") or os.path.join(os.environ.get("XDG_CACHE_HOME") or
+                                                               os.path.expanduser("~/.cache"), "codea1")
+    return Path(base)
+
+
+class ReferenceRun:
+    """Per test: ``value(i)``, ``times[i]``, ``digests.get(i)``; ``failed`` maps a test index to
+    why the reference did not pass it; ``error`` is set when it did not even load."""
+
+    def __init__(self, times: list[float], values: dict[int, Any] | None = None, digests: dict[int, str] | None = None,
+                 failed: dict[int, str] | None = None, error: str | None = None, large_file: Path | None = None):
+        self.times = times
+        self.values = values or {}
+        self.digests = digests or {}
+        self.failed = failed or {}
+        self.error = error
+        self._large_file = large_file
+
+    def value(self, i: int) -> Any:
+        if i not in self.values and i in self.digests and self._large_file is not None:
+            large = json.loads(self._large_file.read_text())
+            self.values.update({int(k): plaindata.from_tree(v) for k, v in large.items()})
+            self._large_file = None
+        return self.values.get(i)
+
+    def save(self, path: Path) -> None:
+        large = {str(i): plaindata.to_tree(self.values[i]) for i in self.digests if i in self.values}
+        small = {str(i): plaindata.to_tree(v) for i, v in self.values.items() if i not in self.digests}
+        if large:
+            _atomic_write(path.with_suffix(".large.json"), json.dumps(large, separators=(",", ":")))
+        _atomic_write(path, json.dumps({"times": self.times, "values": small,
+                                        "digests": {str(k): v for k, v in self.digests.items()},
+                                        "failed": {str(k): v for k, v in self.failed.items()}, "error": self.error},
+                                       separators=(",", ":")))
+
+    @classmethod
+    def load(cls, path: Path) -> "ReferenceRun":
+        d = json.loads(path.read_text())
+        digests = {int(k): v for k, v in d["digests"].items()}
+        large = path.with_suffix(".large.json")
+        if digests and not large.exists():
+            raise FileNotFoundError(large)
+        return cls(d["times"], {int(k): plaindata.from_tree(v) for k, v in d["values"].items()}, digests,
+                   {int(k): v for k, v in d["failed"].items()}, d.get("error"), large if digests else None)
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def problem_key(problem: Problem) -> str:
+    tests_key, _ = encoded_tests(problem.tests)
+    h = hashlib.sha256()
+    for part in (CACHE_VERSION, problem.reference, problem.entry_point, problem.prelude, tests_key,
+                 json.dumps([[t.op, repr(t.expected)] for t in problem.tests])):
+        h.update(part.encode("utf-8", "surrogatepass") + b"\0")
+    return h.hexdigest()[:32]
+
+
+def _reference_job(problem: Problem, memory_mb: int) -> ExecJob:
+    n = len(problem.tests)
+    return ExecJob(job_id=f"ref:{problem.task_id}", code=problem.reference, tests=problem.tests,
+                   entry_point=problem.entry_point, prelude=problem.prelude, time_limits=[REFERENCE_TEST_LIMIT] * n,
+                   batch_timeout=min(n * REFERENCE_TEST_LIMIT, 1800.0) + 10, memory_mb=memory_mb, fail_fast=False,
+                   large_output="both")
+
+
+def _summarise(problem: Problem, job: ExecJob, raw: RawResult, checks_tests: bool) -> ReferenceRun:
+    ref = ReferenceRun(times=[o.time for o in raw.outcomes],
+                       values={i: o.value for i, o in enumerate(raw.outcomes) if o.status == "ok"},
+                       digests={i: o.digest for i, o in enumerate(raw.outcomes) if o.digest})
+    if raw.sandbox_error:
+        ref.error = f"sandbox error: {raw.sandbox_error}"
+    elif raw.load_error:
+        ref.error = raw.load_error
+    if ref.error:
+        ref.failed = {i: ref.error for i in range(len(problem.tests))}
+        return ref
+    if checks_tests:
+        verdict = judge(problem.task_id, -1, job, raw, Checker())
+        ref.failed = {i: (tv.message or tv.status) for i, tv in enumerate(verdict.tests) if tv.status != "pass"}
+    else:
+        ref.failed = {i: o.message or o.status for i, o in enumerate(raw.outcomes) if o.status != "ok"}
+    return ref
+
+
+def run_references(problems: Sequence[Problem], executor: Executor, *, checks_tests: Callable[[Problem], bool],
+                   memory_mb: int = 4096, progress=None, use_cache: bool = True) -> dict[str, ReferenceRun]:
+    """Reference results by task id. ``checks_tests(problem)`` is False where the tests carry
+    no expected values (the reference's outputs *are* the expected values)."""
+    folder = cache_dir() / "reference"
+    out: dict[str, ReferenceRun] = {}
+    jobs: dict[str, tuple[Problem, Path, ExecJob]] = {}
+    for p in problems:
+        path = folder / f"{problem_key(p)}.json"
+        if use_cache and path.exists():
+            try:
+                out[p.task_id] = ReferenceRun.load(path)
+                continue
+            except (OSError, ValueError, KeyError):
+                pass  # torn or stale cache entry: recomputed below
+        jobs[f"ref:{p.task_id}"] = (p, path, _reference_job(p, memory_mb))
+    if progress is not None:
+        progress.total = len(jobs)
+    if use_cache and jobs:
+        folder.mkdir(parents=True, exist_ok=True)
+
+    def landed(raw: RawResult):
+        p, path, job = jobs[raw.job_id]
+        ref = _summarise(p, job, raw, checks_tests(p))
+        out[p.task_id] = ref
+        if use_cache and not (ref.error and ref.error.startswith("sandbox error")):
+            ref.save(path)
+        if progress is not None:
+            progress.update(1)
+
+    if jobs:
+        run_jobs(executor, [j for _, _, j in jobs.values()], on_result=landed)
+    return out

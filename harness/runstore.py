@@ -1,0 +1,102 @@
+"""The run directory: config.json, environment.json, verdicts.jsonl (appended as verdicts
+land), results.json (at the end). Rerunning the same command resumes; ``overwrite`` starts
+over. Nothing ever prompts."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from harness.records import RECORD_VERSION, Verdict
+
+PACKAGES = ("codea1", "pluggy", "evalplus", "bigcodebench", "numpy", "pandas", "tqdm", "torch", "transformers",
+            "vllm", "ray", "openrlhf", "cosmic-ray", "coverage", "sandbox-fusion")
+
+
+class RunStoreError(ValueError):
+    pass
+
+
+def environment() -> dict[str, Any]:
+    versions = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    return {"python": sys.version.split()[0], "implementation": platform.python_implementation(),
+            "platform": platform.platform(), "machine": platform.machine(), "cpus": os.cpu_count(),
+            "packages": versions}
+
+
+class RunStore:
+    """``identity`` are the config fields that must match for a resume (benchmark, samples,
+    ...); other config fields (workers, progress) may change between attempts."""
+
+    def __init__(self, out_dir: str, config: dict[str, Any], identity: tuple[str, ...], overwrite: bool = False):
+        self.dir = Path(out_dir)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.verdicts_path = self.dir / "verdicts.jsonl"
+        self.config_path = self.dir / "config.json"
+        if overwrite:
+            for name in ("verdicts.jsonl", "results.json", "config.json", "environment.json"):
+                (self.dir / name).unlink(missing_ok=True)
+        elif self.config_path.exists():
+            try:
+                old = json.loads(self.config_path.read_text())
+            except json.JSONDecodeError as exc:
+                raise RunStoreError(f"{self.config_path}:{exc.lineno}: unreadable ({exc.msg}); pass --overwrite to start over") from None
+            for key in identity:
+                if old.get(key) != config.get(key):
+                    raise RunStoreError(f"{self.config_path}: field {key!r} was {old.get(key)!r}, now {config.get(key)!r}; "
+                                        f"this directory holds another run: pass --overwrite to replace it, or use another --out")
+        self.config = {**config, "record_version": RECORD_VERSION}
+        self._write_json(self.config_path, self.config)
+
+    def _write_json(self, path: Path, data: Any) -> None:
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        tmp.write_text(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
+        os.replace(tmp, path)
+
+    def write_environment(self, extra: dict[str, Any]) -> None:
+        self._write_json(self.dir / "environment.json", {**environment(), **extra})
+
+    def load_verdicts(self) -> dict[tuple[str, int], Verdict]:
+        """Verdicts of an earlier attempt. A torn last line (the process died mid-write) is
+        dropped and cut from the file; a bad line elsewhere is an error naming it."""
+        if not self.verdicts_path.exists():
+            return {}
+        done: dict[tuple[str, int], Verdict] = {}
+        raw = self.verdicts_path.read_bytes()
+        lines = raw.split(b"\n")
+        good_bytes = 0
+        for i, line in enumerate(lines):
+            if not line.strip():
+                good_bytes += len(line) + 1
+                continue
+            try:
+                v = Verdict.from_json(json.loads(line))
+            except (json.JSONDecodeError, TypeError, ValueError) as exc:
+                if i == len(lines) - 1 or (i == len(lines) - 2 and not lines[-1].strip()):
+                    with open(self.verdicts_path, "r+b") as fh:
+                        fh.truncate(good_bytes)
+                    break
+                raise RunStoreError(f"{self.verdicts_path}:{i + 1}: unreadable verdict ({exc}); pass --overwrite") from None
+            done[(v.task_id, v.sample_index)] = v
+            good_bytes += len(line) + 1
+        return done
+
+    def append(self, verdict: Verdict) -> None:
+        with open(self.verdicts_path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(verdict.to_json(), separators=(",", ":"), default=str) + "\n")
+            fh.flush()
+
+    def write_results(self, results: dict[str, Any]) -> Path:
+        path = self.dir / "results.json"
+        self._write_json(path, results)
+        return path

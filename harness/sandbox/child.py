@@ -1,0 +1,277 @@
+"""Runs inside the forked, confined child: loads the program under test and runs its tests.
+
+Protocol (one JSON object per line on the result pipe, nothing else):
+
+    {"x": i, "v": tree} | {"x": i, "e": msg}       phase 1: expected side of test i
+    {"load": "ok"} | {"load": "error", "e": msg}    phase 2: the program was loaded
+    {"i": i, "s": "ok", "v": tree, "t": secs}       phase 3: outcome of test i, in order
+    {"i": i, "s": "exception"|"timeout", "e": msg, "t": secs}
+    {"i": i, "s": "passed"|"failed", "e": msg, "d": {...}, "t": secs}   (script tests)
+    {"done": true}
+
+Phase 1 runs before the program under test exists in the process, so expected values are
+its own. Values leave as plain data (harness.plaindata); the parent compares them. The
+program may write to this pipe too, but a forged line can only duplicate or reorder
+records, which the parent treats as tampering (a failed verdict).
+
+Only the standard library and harness.plaindata are imported here.
+"""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+import json
+import os
+import signal
+import sys
+import time
+import types
+
+from harness import plaindata
+
+
+LARGE_OUTPUT_BYTES = 65536
+
+
+class _TestTimeout(BaseException):
+    """BaseException, so that `except Exception:` in the program cannot swallow it."""
+
+
+def _on_alarm(signum, frame):
+    raise _TestTimeout()
+
+
+class _Channel:
+    """Writes each record at once, so a process killed mid-test has reported every test
+    before it (a crash is pinned on the right test)."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+
+    def _write(self, line: str) -> None:
+        view = memoryview(line.encode())
+        while view:
+            written = os.write(self.fd, view)
+            view = view[written:]
+
+    def send(self, record: dict) -> None:
+        self._write(json.dumps(record, separators=(",", ":")) + "\n")
+
+    def send_ok(self, i: int, text: str, took: float, large_output: str) -> None:
+        """A test's value (already JSON text). A large one may travel as its SHA-256 alone:
+        the digest says nothing about the expected value, so it cannot be forged."""
+        fields = [f'"i":{i}', '"s":"ok"', f'"t":{took!r}']
+        if len(text) > LARGE_OUTPUT_BYTES and large_output in ("digest", "both"):
+            fields.append(f'"h":"{hashlib.sha256(text.encode()).hexdigest()}"')
+            if large_output == "both":
+                fields.append(f'"v":{text}')
+        else:
+            fields.append(f'"v":{text}')
+        self._write("{" + ",".join(fields) + "}\n")
+
+
+def _describe(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}"
+    return text if len(text) <= 2000 else text[:2000] + "..."
+
+
+def _timed(limit: float, fn, *args):
+    """Run fn under a wall-clock alarm; returns (value, seconds)."""
+    signal.setitimer(signal.ITIMER_REAL, max(limit, 0.001))
+    start = time.perf_counter()
+    try:
+        return fn(*args), time.perf_counter() - start
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def _plain_wrapper(fn):
+    """Calls made by test expressions get plain data back, so operator overloading in the
+    program's return values cannot steer comparisons written around the call."""
+
+    def wrapper(*args, **kwargs):
+        return plaindata.plainify(fn(*args, **kwargs))
+
+    wrapper.__name__ = getattr(fn, "__name__", "wrapped")
+    return wrapper
+
+
+def run(job: dict, channel_fd: int) -> None:
+    channel = _Channel(channel_fd)
+    try:
+        _run(job, channel)
+    finally:
+        for stream in (sys.stdout, sys.stderr):  # the process ends with os._exit: no implicit flush
+            try:
+                stream.flush()
+            except Exception:  # noqa: BLE001 - the program may have replaced or closed them
+                pass
+
+
+def _run(job: dict, channel: _Channel) -> None:
+    signal.signal(signal.SIGALRM, _on_alarm)
+    tests = job["tests"]
+    limits = job["time_limits"]
+    large_output = job.get("large_output", "value")
+    entry_point = job.get("entry_point")
+    prelude = job.get("prelude") or ""
+    pristine_builtins = dict(builtins.__dict__)
+
+    # Phase 1: expected sides that are expressions, evaluated without the program.
+    if any(t.get("expected_source") for t in tests):
+        env: dict = {"__builtins__": pristine_builtins, "__name__": "__expected__"}
+        prelude_error = None
+        try:
+            _timed(10.0, exec, prelude, env)
+        except BaseException as exc:  # noqa: BLE001 - reported, not raised
+            prelude_error = _describe(exc)
+        for i, test in enumerate(tests):
+            src = test.get("expected_source")
+            if not src:
+                continue
+            if prelude_error:
+                channel.send({"x": i, "e": f"prelude failed: {prelude_error}"})
+                continue
+            try:
+                value, _ = _timed(limits[i], eval, src, env)
+                channel.send({"x": i, "v": plaindata.to_tree(value)})
+            except _TestTimeout:
+                channel.send({"x": i, "e": "timed out evaluating the expected value"})
+            except BaseException as exc:  # noqa: BLE001
+                channel.send({"x": i, "e": _describe(exc)})
+
+    # Phase 2: load the program as module `solution` (KodCode's tests import from it).
+    module = types.ModuleType("solution")
+    module.__file__ = os.path.abspath("solution.py")
+    with open("solution.py", "w") as fh:
+        fh.write(job["code"])
+    sys.modules["solution"] = module
+    try:
+        code_obj = compile(job["code"], module.__file__, "exec")
+        _timed(min(job.get("batch_timeout", 60.0), 60.0), exec, code_obj, module.__dict__)
+    except _TestTimeout:
+        channel.send({"load": "error", "e": "timed out while loading the program"})
+        return
+    except BaseException as exc:  # noqa: BLE001 - SystemExit too: the program ends here
+        channel.send({"load": "error", "e": _describe(exc)})
+        return
+    channel.send({"load": "ok"})
+
+    namespace = dict(module.__dict__)
+    namespace["__builtins__"] = pristine_builtins
+    for name, value in module.__dict__.items():
+        if isinstance(value, types.FunctionType):
+            namespace[name] = _plain_wrapper(value)
+    if prelude:
+        try:
+            exec(prelude, namespace)
+        except BaseException:  # noqa: BLE001 - the tests that need it will fail and say why
+            pass
+    entry = module.__dict__.get(entry_point) if entry_point else None
+
+    # Phase 3: the tests, in order.
+    for i, test in enumerate(tests):
+        start = time.perf_counter()
+        try:
+            if test["kind"] == "script":
+                record = _run_script(test, module, limits[i])
+                record["i"] = i
+                channel.send(record)
+                continue
+            if test.get("args") is not None:
+                if not callable(entry):
+                    raise NameError(f"entry point {entry_point!r} is not defined")
+                # The zygote decodes args once per problem; this process is a fork, so what
+                # the program does to them stays here.
+                args = test["args_value"] if "args_value" in test else plaindata.from_tree(test["args"])
+                value, took = _timed(limits[i], entry, *args)
+            else:
+                value, took = _timed(limits[i], eval, test["call"], namespace)
+            try:
+                text = json.dumps(plaindata.to_tree(value), separators=(",", ":"))
+            except plaindata.PlainDataError as exc:
+                channel.send({"i": i, "s": "exception", "e": f"output is not plain data: {exc}", "t": took})
+                continue
+            channel.send_ok(i, text, took, large_output)
+        except _TestTimeout:
+            channel.send({"i": i, "s": "timeout", "e": f"exceeded {limits[i]:.3g}s", "t": time.perf_counter() - start})
+            if job.get("fail_fast", True):
+                break
+        except BaseException as exc:  # noqa: BLE001 - SystemExit/KeyboardInterrupt are failures too
+            channel.send({"i": i, "s": "exception", "e": _describe(exc), "t": time.perf_counter() - start})
+            if job.get("fail_fast", True):
+                break
+    channel.send({"done": True})
+
+
+def _run_script(test: dict, module: types.ModuleType, limit: float) -> dict:
+    if test.get("framework") == "pytest":
+        return _run_pytest(test, limit)
+    return _run_unittest(test, module, limit)
+
+
+def _run_unittest(test: dict, module: types.ModuleType, limit: float) -> dict:
+    """BigCodeBench style: the TestCases class is executed in the solution's own namespace."""
+    import unittest
+
+    start = time.perf_counter()
+    try:
+        exec(compile(test["script"], "test_solution.py", "exec"), module.__dict__)
+        cases = module.__dict__.get("TestCases")
+        if cases is None:
+            raise NameError("the test script defines no TestCases class")
+        suite = unittest.TestLoader().loadTestsFromTestCase(cases)
+        result = unittest.TestResult()
+        _timed(limit, suite.run, result)
+    except _TestTimeout:
+        return {"s": "timeout", "e": f"exceeded {limit:.3g}s", "t": time.perf_counter() - start}
+    except BaseException as exc:  # noqa: BLE001
+        return {"s": "failed", "e": _describe(exc), "t": time.perf_counter() - start}
+    details = {}
+    for case, trace in result.failures + result.errors:
+        details[case.id().rsplit(".", 1)[-1]] = trace[-2000:]
+    for case, reason in result.skipped:
+        details[case.id().rsplit(".", 1)[-1]] = "skipped: " + str(reason)
+    failed = len(result.failures) + len(result.errors)
+    ok = failed == 0 and result.testsRun > 0
+    message = "" if ok else (f"{failed} of {result.testsRun} failed" if result.testsRun else "no test ran")
+    if details and not ok:
+        first = next(iter(details.items()))
+        message += f"; {first[0]}: {first[1].strip().splitlines()[-1] if first[1].strip() else ''}"
+    return {"s": "passed" if ok else "failed", "e": message, "d": details, "t": time.perf_counter() - start}
+
+
+def _run_pytest(test: dict, limit: float) -> dict:
+    """KodCode style: a pytest module that does `from solution import ...`."""
+    start = time.perf_counter()
+    outcomes: dict[str, str] = {}
+
+    class Collector:
+        def pytest_runtest_logreport(self, report):
+            if report.when == "call" or report.outcome != "passed":
+                name = report.nodeid.split("::", 1)[-1]
+                if report.outcome == "passed":
+                    outcomes.setdefault(name, "passed")
+                else:
+                    outcomes[name] = f"{report.outcome}: {str(report.longrepr)[-1500:]}"
+
+    with open("test_solution.py", "w") as fh:
+        fh.write(test["script"])
+    try:
+        import pytest
+
+        args = ["-q", "-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:randomly",
+                "--rootdir", os.getcwd(), "-o", "addopts=", "test_solution.py"]
+        _timed(limit, pytest.main, args, [Collector()])
+    except _TestTimeout:
+        return {"s": "timeout", "e": f"exceeded {limit:.3g}s", "d": outcomes, "t": time.perf_counter() - start}
+    except BaseException as exc:  # noqa: BLE001
+        return {"s": "failed", "e": _describe(exc), "d": outcomes, "t": time.perf_counter() - start}
+    failed = {k: v for k, v in outcomes.items() if v != "passed"}
+    ok = bool(outcomes) and not failed
+    message = "" if ok else (f"{len(failed)} of {len(outcomes)} failed" if outcomes else "no test ran")
+    if failed:
+        name, text = next(iter(failed.items()))
+        message += f"; {name}: {text.strip().splitlines()[-1] if text.strip() else ''}"
+    return {"s": "passed" if ok else "failed", "e": message, "d": outcomes, "t": time.perf_counter() - start}

@@ -1,0 +1,237 @@
+"""The zygote: a trusted fork server that starts one confined child per job.
+
+Started once per worker (``python -m harness.sandbox.zygote``), possibly inside firejail or
+bubblewrap, it pays interpreter start-up and imports once. For every job line read on stdin
+it forks a child that confines itself (new session, scrubbed environment, private temporary
+directory, rlimits, no new processes, no exec) and then runs ``harness.sandbox.child``. The
+zygote supervises from outside: it drains and caps stdout/stderr, reads the result pipe,
+kills the child's process group at the job's wall-clock deadline (the program can cancel its
+own alarms, not this), and answers one JSON line on stdout.
+
+The first line the zygote writes is its capability report: {"ready": true, ...}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import importlib
+import json
+import os
+import selectors
+import shutil
+import signal
+import sys
+import tempfile
+import time
+
+from harness import plaindata
+from harness.sandbox import child, confine
+
+OUTPUT_CAP = 64 * 1024  # bytes of stdout / stderr kept per job
+RESULT_CAP = 256 * 1024 * 1024  # bytes of result records accepted per job
+SAFE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
+            "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+            "PYTHONHASHSEED": "0", "MPLBACKEND": "Agg"}
+
+
+class Zygote:
+    def __init__(self, seccomp: bool, file_mb: int, output_cap: int):
+        self.seccomp = seccomp
+        self.file_mb = file_mb
+        self.output_cap = output_cap
+        self.root = tempfile.mkdtemp(prefix="codea1-zygote-")
+
+    def _confine_child(self, job: dict, workdir: str, out_w: int, err_w: int, res_w: int) -> None:
+        os.setsid()
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.dup2(out_w, 1)
+        os.dup2(err_w, 2)
+        os.dup2(res_w, 3)
+        os.closerange(4, 65536)
+        os.chdir(workdir)
+        os.environ.clear()
+        os.environ.update(SAFE_ENV, HOME=workdir, TMPDIR=workdir)
+        tempfile.tempdir = workdir
+        cpu = int(job.get("batch_timeout", 60)) + 2
+        confine.set_limits(int(job.get("memory_mb", 4096)), cpu, self.file_mb)
+        if self.seccomp:
+            confine.install_no_process_filter()
+
+    def run_job(self, job: dict) -> dict:
+        workdir = tempfile.mkdtemp(prefix="job-", dir=self.root)
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        res_r, res_w = os.pipe()
+        sys.stdout.flush()
+        start = time.monotonic()
+        pid = os.fork()
+        if pid == 0:  # the child: never returns
+            code = 0
+            try:
+                for fd in (out_r, err_r, res_r):
+                    os.close(fd)
+                self._confine_child(job, workdir, out_w, err_w, res_w)
+                child.run(job, 3)
+            except BaseException as exc:  # noqa: BLE001 - reported through stderr
+                try:
+                    os.write(2, f"sandbox child failed: {type(exc).__name__}: {exc}\n".encode())
+                except OSError:
+                    pass
+                code = 70
+            os._exit(code)
+        for fd in (out_w, err_w, res_w):
+            os.close(fd)
+        deadline = start + float(job.get("batch_timeout", 60.0)) + 1.0
+        reply = self._supervise(pid, out_r, err_r, res_r, deadline)
+        reply["job_id"] = job.get("job_id")
+        reply["wall"] = time.monotonic() - start
+        shutil.rmtree(workdir, ignore_errors=True)
+        return reply
+
+    def _supervise(self, pid: int, out_r: int, err_r: int, res_r: int, deadline: float) -> dict:
+        buffers = {out_r: bytearray(), err_r: bytearray(), res_r: bytearray()}
+        caps = {out_r: self.output_cap, err_r: self.output_cap, res_r: RESULT_CAP}
+        overflow = {out_r: 0, err_r: 0, res_r: 0}
+        sel = selectors.DefaultSelector()
+        for fd in buffers:
+            sel.register(fd, selectors.EVENT_READ)
+        exit_reason = "finished"
+        open_fds = set(buffers)
+        while open_fds:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                exit_reason = "timeout"
+                break
+            for key, _ in sel.select(timeout=min(remaining, 0.5)):
+                fd = key.fd
+                data = os.read(fd, 1 << 16)
+                if not data:
+                    sel.unregister(fd)
+                    open_fds.discard(fd)
+                    continue
+                room = caps[fd] - len(buffers[fd])
+                buffers[fd] += data[:max(room, 0)]
+                overflow[fd] += max(len(data) - max(room, 0), 0)
+                if fd == res_r and overflow[fd]:
+                    exit_reason = "protocol: result records exceed the cap"
+                    open_fds.clear()
+                    break
+        sel.close()
+        status = self._reap(pid, deadline if exit_reason == "finished" else 0)
+        if status is None:
+            exit_reason = exit_reason if exit_reason != "finished" else "timeout"
+        elif exit_reason == "finished":
+            if os.WIFSIGNALED(status):
+                sig = os.WTERMSIG(status)
+                exit_reason = f"crashed: {signal.Signals(sig).name}" if sig in signal.Signals._value2member_map_ else f"crashed: signal {sig}"
+            elif os.WEXITSTATUS(status) == 70:
+                exit_reason = "crashed: sandbox setup failed"
+        for fd in buffers:
+            os.close(fd)
+
+        def text(fd):
+            s = buffers[fd].decode("utf-8", "replace")
+            return s + (f"\n[... {overflow[fd]} more bytes dropped]" if overflow[fd] else "")
+
+        return {"result": bytes(buffers[res_r]), "stdout": text(out_r), "stderr": text(err_r), "exit": exit_reason}
+
+    @staticmethod
+    def _reap(pid: int, deadline: float):
+        """Wait for the child until deadline; kill its whole group when it is late.
+        Returns the wait status, or None when it had to be killed."""
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                _kill_group(pid)
+                return status
+            if time.monotonic() >= deadline:
+                _kill_group(pid)
+                os.waitpid(pid, 0)
+                return None
+            time.sleep(0.002)
+
+    def close(self):
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _kill_group(pid: int) -> None:
+    for target in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
+        try:
+            target()
+        except OSError:
+            pass
+
+
+def _reply(stream, header: dict, result: bytes) -> None:
+    """One header line, then exactly ``result_bytes`` raw bytes of result records."""
+    header["result_bytes"] = len(result)
+    stream.write(json.dumps(header, separators=(",", ":")).encode() + b"\n")
+    stream.write(result)
+    stream.flush()
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m harness.sandbox.zygote")
+    parser.add_argument("--preload", default="", help="comma-separated modules to import once")
+    parser.add_argument("--no-network-isolation", action="store_true")
+    parser.add_argument("--no-seccomp", action="store_true")
+    parser.add_argument("--file-mb", type=int, default=64)
+    parser.add_argument("--output-cap", type=int, default=OUTPUT_CAP)
+    args = parser.parse_args(argv)
+
+    # The zygote's own stdout is the reply channel: keep a private handle to it and point
+    # fd 1 somewhere harmless, so that nothing imported can write into the protocol.
+    reply = os.fdopen(os.dup(1), "wb")
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+    os.environ.update(SAFE_ENV)
+    network = "" if args.no_network_isolation else confine.isolate_network()
+    seccomp = (not args.no_seccomp) and confine.probe_seccomp()
+    preloaded, failed = [], {}
+    for name in filter(None, args.preload.split(",")):
+        try:
+            importlib.import_module(name)
+            preloaded.append(name)
+        except Exception as exc:  # noqa: BLE001 - reported in the ready line
+            failed[name] = f"{type(exc).__name__}: {exc}"
+    zygote = Zygote(seccomp=seccomp, file_mb=args.file_mb, output_cap=args.output_cap)
+    _reply(reply, {"ready": True, "pid": os.getpid(), "network_isolation": network or "none", "seccomp": seccomp,
+                   "preloaded": preloaded, "preload_failed": failed, "uid": os.getuid(),
+                   "python": sys.version.split()[0]}, b"")
+    # Tests are sent once per problem and kept here decoded; children inherit them by fork.
+    tests_cache: collections.OrderedDict[str, list] = collections.OrderedDict()
+    try:
+        for line in sys.stdin:
+            if not line.strip():
+                continue
+            try:
+                job = json.loads(line)
+                key = job.get("tests_key")
+                if "tests" in job:
+                    for test in job["tests"]:
+                        if test.get("args") is not None:
+                            test["args_value"] = plaindata.from_tree(test["args"])
+                    if key:
+                        tests_cache[key] = job["tests"]
+                        while len(tests_cache) > 256:
+                            tests_cache.popitem(last=False)
+                elif key in tests_cache:
+                    tests_cache.move_to_end(key)
+                    job["tests"] = tests_cache[key]
+                else:
+                    _reply(reply, {"job_id": job.get("job_id"), "need_tests": True}, b"")
+                    continue
+                answer = zygote.run_job(job)
+            except Exception as exc:  # noqa: BLE001 - one bad job must not end the zygote
+                answer = {"job_id": None, "result": b"", "stdout": "", "stderr": "",
+                          "exit": f"sandbox: {type(exc).__name__}: {exc}", "wall": 0.0}
+            result = answer.pop("result")
+            _reply(reply, answer, result)
+    finally:
+        zygote.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

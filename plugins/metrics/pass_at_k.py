@@ -1,0 +1,32 @@
+"""Metric ``pass@k``: the unbiased estimator averaged over tasks.
+
+A task with fewer than k samples makes pass@k undefined for the run (as in evalplus, which
+prints only the k that every task supports): the value is None and the note names the
+tasks. Tasks with no judged sample (all skipped) are left out of the mean.
+"""
+
+from __future__ import annotations
+
+from harness.estimators import pass_at_k
+from harness.hookspecs import hookimpl
+from harness.metrics import Metric, MetricValue, tasks_short_of
+
+
+class PassAtK(Metric):
+    name = "pass@k"
+    description = "unbiased pass@k (1 - C(n-c,k)/C(n,k)), mean over tasks"
+
+    def compute(self, outcomes, k):
+        outcomes = {t: o for t, o in outcomes.items() if len(o)}
+        if not outcomes:
+            return MetricValue(None, note="no judged sample")
+        short = tasks_short_of(outcomes, k)
+        if short:
+            return MetricValue(None, note=f"{len(short)} task(s) have fewer than {k} samples, e.g. {short[0]}")
+        per_task = {t: pass_at_k(len(o), sum(map(bool, o)), k) for t, o in outcomes.items()}
+        return MetricValue(sum(per_task.values()) / len(per_task), per_task)
+
+
+@hookimpl
+def codea1_register_metrics(registry):
+    registry.add(PassAtK)

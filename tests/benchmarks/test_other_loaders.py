@@ -1,0 +1,91 @@
+"""BigCodeBench, UnLeakedTestBench and KodCode: loading, bad data, and evaluation of
+reference and wrong samples through the real executor."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+from conftest import shared_file
+
+from harness.benchmark import BenchmarkError
+from harness.evaluation import EvaluateConfig, evaluate
+
+pytestmark = pytest.mark.data
+
+
+def write_samples(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return str(path)
+
+
+def test_bigcodebench_splits_subsets_and_missing_libraries(plugins, tmp_path):
+    data = shared_file("bigcodebench", "BigCodeBench-v0.1.0.jsonl.gz")
+    complete = {p.task_id: p for p in plugins.benchmarks.create("bigcodebench", {"data": str(data)}).load()}
+    instruct = {p.task_id: p for p in plugins.benchmarks.create("bigcodebench", {"data": str(data), "split": "instruct"}).load()}
+    assert len(complete) == 1140
+    assert complete["BigCodeBench/0"].prompt.startswith("import itertools")
+    assert instruct["BigCodeBench/0"].prompt != complete["BigCodeBench/0"].prompt
+    raw = {json.loads(l)["task_id"]: json.loads(l) for l in gzip.open(data, "rt")}
+    bench = plugins.benchmarks.create("bigcodebench", {"data": str(data)})
+    needs_missing = next(t for t, p in complete.items() if bench.missing_libraries(p))
+    rows = [
+        {"task_id": "BigCodeBench/0", "solution": raw["BigCodeBench/0"]["complete_prompt"] + "\n" +
+         raw["BigCodeBench/0"]["canonical_solution"]},
+        {"task_id": "BigCodeBench/0", "completion": "    return 'not a number'\n"},
+        {"task_id": needs_missing, "completion": raw[needs_missing]["canonical_solution"]},
+    ]
+    res = evaluate(plugins, EvaluateConfig(benchmark="bigcodebench", data=str(data), out=str(tmp_path / "run"),
+                                           samples=write_samples(tmp_path / "s.jsonl", rows), progress=False))
+    assert res["tasks"]["BigCodeBench/0"]["statuses"] == ["pass", "fail"]
+    assert res["tasks"][needs_missing]["statuses"] == ["skipped"]
+    assert res["skipped_tasks"][needs_missing].startswith("skipped: missing library ")
+    assert res["metrics"]["pass@1"] == 0.5  # the skipped task is out of the denominator
+
+
+def test_ult_loads_and_reports_that_its_asserts_fail_on_the_reference(plugins, tmp_path):
+    data = shared_file("unleakedtestbench", "ULT_Lite.json")
+    problems = plugins.benchmarks.create("ult", {"data": str(data)}).load()
+    assert len(problems) == 200 and all(len(p.tests) == 5 for p in problems)
+    raw = json.loads(data.read_text())[:10]
+    res = evaluate(plugins, EvaluateConfig(benchmark="ult", data=str(data), out=str(tmp_path / "run"),
+                                           samples=write_samples(tmp_path / "s.jsonl", [
+                                               {"task_id": r["task_id"], "solution": r["code"]} for r in raw]),
+                                           progress=False))
+    # ULT_Lite's test_list are not golden: the references fail many of them, and say so.
+    assert res["reference_failures"]
+    failing_refs = set(res["reference_failures"])
+    assert {t for t, d in res["tasks"].items() if d["statuses"] != ["pass"]} == failing_refs
+
+
+def test_ult_bad_data_names_file_line_and_field(plugins, tmp_path):
+    bad = tmp_path / "ult.jsonl"
+    bad.write_text(json.dumps({"task_id": "1", "func_name": "f", "code": "def f():\n    return 1\n",
+                               "test_list": ["assert f() == 1"]}) + "\n" +
+                   json.dumps({"task_id": "2", "code": "def g():\n    return 1\n"}) + "\n")
+    with pytest.raises(BenchmarkError, match=r"ult.jsonl:2: task 2: missing field 'func_name'"):
+        plugins.benchmarks.create("ult", {"data": str(bad)}).load()
+    bad.write_text(json.dumps({"task_id": "3", "func_name": "f", "code": "", "test_list": ["assert g() == 1"]}) + "\n")
+    with pytest.raises(BenchmarkError, match=r"field 'test_list'\[0\]: does not call f"):
+        plugins.benchmarks.create("ult", {"data": str(bad)}).load()
+
+
+def test_kodcode_references_pass_their_pytest_tests_and_wrong_code_fails(plugins, tmp_path):
+    folder = shared_file("kodcode")
+    problems = {p.task_id: p for p in plugins.benchmarks.create("kodcode", {"data": str(folder)}).load()}
+    assert len(problems) == 232
+    picked = list(problems.values())[:6]
+    rows = [{"task_id": p.task_id, "solution": p.reference} for p in picked]
+    rows.append({"task_id": picked[0].task_id, "solution": "x = 1\n"})
+    res = evaluate(plugins, EvaluateConfig(benchmark="kodcode", data=str(folder), out=str(tmp_path / "run"),
+                                           samples=write_samples(tmp_path / "s.jsonl", rows), progress=False))
+    first = res["tasks"][picked[0].task_id]["statuses"]
+    assert first[1] == "fail"
+    assert sum(d["statuses"][0] == "pass" for d in res["tasks"].values()) + len(res["skipped_tasks"]) == 6
+    assert sum(d["statuses"][0] == "pass" for d in res["tasks"].values()) >= 4
+
+
+def test_kodcode_without_data_says_so(plugins):
+    with pytest.raises(BenchmarkError, match="needs --data"):
+        plugins.benchmarks.create("kodcode").load()

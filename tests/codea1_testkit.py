@@ -1,0 +1,19 @@
+"""Small helpers for tests: build jobs and judge them through a real executor."""
+
+from __future__ import annotations
+
+from harness.asserts import parse_asserts
+from harness.execution import run_jobs
+from harness.judge import judge
+from harness.records import ExecJob, Verdict
+
+
+def run_code(executor, code: str, asserts: str, entry_point: str | None = None, limit: float = 2.0,
+             fail_fast: bool = True, batch: float | None = None, memory_mb: int = 1024) -> tuple[Verdict, object]:
+    tests, rejected = parse_asserts(asserts, entry_point)
+    assert not rejected, rejected
+    job = ExecJob(job_id="t", code=code, tests=tests, entry_point=entry_point, time_limits=[limit] * len(tests),
+                  batch_timeout=batch if batch is not None else limit * len(tests) + 3, memory_mb=memory_mb,
+                  fail_fast=fail_fast)
+    raw = run_jobs(executor, [job])["t"]
+    return judge("task", 0, job, raw), raw

@@ -1,0 +1,45 @@
+"""Shared fixtures. Tests run real sandboxes (forked zygote children), real subprocesses of
+the `codea1` command and real entry points; no mock stands in for the thing under test."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = Path(os.environ.get("CODEA1_SHARED_DATA", ROOT.parent / "shared" / "data"))
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_cache(tmp_path_factory):
+    """Reference outputs cache per test session, so tests never depend on an earlier run."""
+    os.environ["CODEA1_CACHE_DIR"] = str(tmp_path_factory.mktemp("codea1-cache"))
+    os.environ["CODEA1_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # tests that need entry points turn it on
+
+
+@pytest.fixture(scope="session")
+def plugins():
+    from harness.plugin_manager import load_plugins
+
+    return load_plugins(autoload=False)
+
+
+@pytest.fixture(scope="session")
+def executor(plugins):
+    ex = plugins.executors.create("subprocess", workers=2)
+    yield ex
+    ex.close()
+
+
+def shared_file(*parts: str) -> Path:
+    path = SHARED_DATA.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"benchmark data not found at {path} (set CODEA1_SHARED_DATA)")
+    return path
+
+
+def codea1_command() -> list[str]:
+    return [sys.executable, "-m", "harness.cli"]

@@ -1,0 +1,131 @@
+"""`evaluate` through the library API: lifecycle hooks, resume, overwrite, dedupe, files."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness.evaluation import EvaluateConfig, evaluate
+from harness.hookspecs import hookimpl
+from harness.plugin_manager import load_plugins
+from harness.runstore import RunStoreError
+
+
+class Recorder:
+    """An in-process plugin implementing every non-executor hook."""
+
+    def __init__(self):
+        self.events = []
+
+    @hookimpl
+    def codea1_register_generators(self, registry):
+        registry.add(type("EchoGenerator", (), {"name": "echo", "description": "test generator"}))
+
+    @hookimpl
+    def codea1_register_trainers(self, registry):
+        registry.add(type("NoopTrainer", (), {"name": "noop-trainer", "description": "test trainer"}))
+
+    @hookimpl
+    def codea1_register_reporters(self, registry):
+        registry.add(type("TableReporter", (), {"name": "table", "description": "test reporter"}))
+
+    @hookimpl
+    def codea1_register_metrics(self, registry):
+        from harness.metrics import Metric, MetricValue
+
+        class FirstSamplePasses(Metric):
+            name = "first@k"
+            description = "fraction of tasks whose first sample passes (k ignored)"
+
+            def compute(self, outcomes, k):
+                per_task = {t: float(o[0]) for t, o in outcomes.items() if o}
+                return MetricValue(sum(per_task.values()) / len(per_task), per_task)
+
+        registry.add(FirstSamplePasses)
+
+    @hookimpl
+    def codea1_run_started(self, config, out_dir):
+        self.events.append(("started", config["benchmark"]))
+
+    @hookimpl
+    def codea1_verdict_recorded(self, verdict):
+        self.events.append(("verdict", verdict.task_id, verdict.sample_index, verdict.status))
+
+    @hookimpl
+    def codea1_run_finished(self, results, out_dir):
+        self.events.append(("finished", results["counts"]["samples"]))
+
+
+@pytest.fixture
+def recorder():
+    rec = Recorder()
+    return rec, load_plugins(autoload=False, extra=[rec])
+
+
+def test_registration_hooks_of_every_kind(recorder):
+    _, plugins = recorder
+    kinds = {(r["kind"], r["name"]) for r in plugins.listing()}
+    assert {("generator", "echo"), ("trainer", "noop-trainer"), ("reporter", "table"), ("metric", "first@k")} <= kinds
+
+
+def test_lifecycle_hooks_and_run_files(recorder, tmp_path):
+    rec, plugins = recorder
+    results = evaluate(plugins, EvaluateConfig(benchmark="demo", out=str(tmp_path), progress=False))
+    assert rec.events[0] == ("started", "demo")
+    assert rec.events[-1] == ("finished", 19)
+    verdicts = [e for e in rec.events if e[0] == "verdict"]
+    assert len(verdicts) == 19
+    assert results["metrics"]["first@1"] == 1.0  # a plugin metric lands in results.json
+    saved = json.loads((tmp_path / "results.json").read_text())
+    assert saved["metrics"] == results["metrics"]
+    assert all(0.0 <= v <= 1.0 for v in saved["metrics"].values())
+    assert len((tmp_path / "verdicts.jsonl").read_text().splitlines()) == 19
+    assert json.loads((tmp_path / "config.json").read_text())["benchmark"] == "demo"
+    assert "packages" in json.loads((tmp_path / "environment.json").read_text())
+
+
+def test_demo_results(plugins, tmp_path):
+    results = evaluate(plugins, EvaluateConfig(benchmark="demo", out=str(tmp_path), progress=False, k=[1, 2]))
+    assert results["counts"]["pass"] == 12
+    assert (results["counts"]["fail"], results["counts"]["timeout"], results["counts"]["error"]) == (5, 1, 1)
+    # 5 tasks with only the reference (1.0) and 7 with reference + wrong sample (0.5)
+    assert results["metrics"]["pass@1"] == pytest.approx((5 + 7 * 0.5) / 12)
+    assert results["metrics"]["avg@1"] == 1.0  # the first sample of every task is the reference
+    assert "pass@2" not in results["metrics"] and "fewer than 2 samples" in results["metric_notes"]["pass@2"]
+    statuses = {t: d["statuses"] for t, d in results["tasks"].items()}
+    assert statuses["demo/9"] == ["pass", "timeout"] and statuses["demo/4"] == ["pass", "error"]
+
+
+def test_resume_skips_finished_samples_and_overwrite_starts_over(plugins, tmp_path):
+    cfg = EvaluateConfig(benchmark="demo", out=str(tmp_path), progress=False)
+    evaluate(plugins, cfg)
+    lines = (tmp_path / "verdicts.jsonl").read_text().splitlines()
+    # Simulate a run killed mid-way: 7 verdicts kept, the 8th torn in half.
+    (tmp_path / "verdicts.jsonl").write_text("\n".join(lines[:7]) + "\n" + lines[7][:25])
+    again = evaluate(plugins, cfg)
+    assert again["resumed"] == 7
+    assert again["counts"]["pass"] == 12
+    assert len((tmp_path / "verdicts.jsonl").read_text().splitlines()) == 19
+    fresh = evaluate(plugins, EvaluateConfig(benchmark="demo", out=str(tmp_path), progress=False, overwrite=True))
+    assert fresh["resumed"] == 0
+
+
+def test_a_directory_of_another_run_is_refused_without_overwrite(plugins, tmp_path):
+    evaluate(plugins, EvaluateConfig(benchmark="demo", out=str(tmp_path), progress=False))
+    other = tmp_path / "other.jsonl"
+    other.write_text(json.dumps({"task_id": "demo/0", "solution": "def digit_sum(n):\n    return 0\n"}) + "\n")
+    with pytest.raises(RunStoreError, match="field 'samples' was"):
+        evaluate(plugins, EvaluateConfig(benchmark="demo", samples=str(other), out=str(tmp_path), progress=False))
+
+
+def test_identical_programs_run_once_and_all_get_verdicts(plugins, tmp_path):
+    samples = tmp_path / "s.jsonl"
+    good = "def digit_sum(n):\n    return sum(map(int, str(n)))\n"
+    samples.write_text("".join(json.dumps({"task_id": "demo/0", "solution": c}) + "\n"
+                               for c in [good, good, "def digit_sum(n):\n    return n\n", good]))
+    results = evaluate(plugins, EvaluateConfig(benchmark="demo", samples=str(samples), out=str(tmp_path / "r"),
+                                               progress=False))
+    assert results["timing"]["executed_programs"] == 2
+    assert results["tasks"]["demo/0"]["statuses"] == ["pass", "pass", "fail", "pass"]
+    assert results["metrics"]["pass@1"] == 0.75

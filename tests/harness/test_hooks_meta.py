@@ -1,0 +1,27 @@
+"""Meta-tests (as datasette does): every hook is documented and exercised by a test."""
+
+import inspect
+import re
+from pathlib import Path
+
+from harness import hookspecs
+
+ROOT = Path(__file__).resolve().parents[2]
+HOOKS = [name for name, fn in inspect.getmembers(hookspecs, inspect.isfunction) if name.startswith("codea1_")]
+
+
+def test_every_hook_has_a_contract_docstring():
+    for name in HOOKS:
+        assert (getattr(hookspecs, name).__doc__ or "").strip(), f"{name} has no docstring"
+
+
+def test_every_hook_is_documented_in_docs_plugins():
+    text = (ROOT / "docs" / "plugins.md").read_text()
+    missing = [h for h in HOOKS if f"`{h}`" not in text]
+    assert not missing, f"undocumented hooks: {missing}"
+
+
+def test_every_hook_is_used_by_a_test():
+    tests = "".join(p.read_text() for p in (ROOT / "tests").rglob("*.py") if p.name != "test_hooks_meta.py")
+    missing = [h for h in HOOKS if not re.search(rf"\b{h}\b", tests)]
+    assert not missing, f"hooks without a test: {missing}"
