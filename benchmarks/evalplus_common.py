@@ -22,7 +22,7 @@ import os
 from typing import Any
 
 from harness.benchmark import Benchmark, BenchmarkError
-from harness.judge import Checker
+from harness.judge import Checker, short_repr
 from harness.records import Problem, TestCase
 
 
@@ -101,7 +101,7 @@ class EvalplusChecker(Checker):
             return False, f"comparison failed: {type(exc).__name__}: {exc}"
         if ok:
             return True, ""
-        return False, f"got {_short(out)}, expected {_short(exp)}"
+        return False, f"got {short_repr(out)}, expected {short_repr(exp)}"
 
 
 @functools.lru_cache(maxsize=1)
@@ -111,11 +111,6 @@ def _evalplus_parts():
     from evalplus.eval import is_floats
 
     return np, is_floats, oracle
-
-
-def _short(v: Any) -> str:
-    text = repr(v)
-    return text if len(text) < 200 else text[:200] + "..."
 
 
 class EvalplusBenchmark(Benchmark):

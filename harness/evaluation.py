@@ -113,6 +113,7 @@ def evaluate(plugins: Plugins, cfg: EvaluateConfig) -> dict[str, Any]:
     plugins.hook.codea1_run_started(config=store.config, out_dir=str(store.dir))
 
     def record(v: Verdict):
+        v.compact()
         verdicts[(v.task_id, v.sample_index)] = v
         store.append(v)
         plugins.hook.codea1_verdict_recorded(verdict=v)

@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import reprlib
 from typing import Any, Callable
 
 from harness.records import (ERROR, FAIL, PASS, SANDBOX_ERROR, TIMEOUT, ExecJob, RawResult, TestCase,
                              TestVerdict, Verdict)
 
 
-def _short(value: Any, limit: int = 200) -> str:
-    text = repr(value)
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxlist, _REPR.maxtuple, _REPR.maxdict, _REPR.maxset = 4, 12, 12, 8, 8
+_REPR.maxstring, _REPR.maxother = 120, 120
+
+
+def short_repr(value: Any, limit: int = 200) -> str:
+    """A bounded repr for messages: outputs can be 100 MB lists or 100,000-digit integers,
+    and a full repr of each failing one would dominate the run."""
+    if type(value) is int and value.bit_length() > 600:
+        return f"<int of {value.bit_length()} bits>"
+    text = _REPR.repr(value)
     return text if len(text) <= limit else text[:limit] + "..."
 
 
@@ -59,8 +69,8 @@ class Checker:
         if ok:
             return True, ""
         if test.op in ("truthy", "falsy"):
-            return False, f"got {_short(value)}, expected a {test.op} value"
-        return False, f"got {_short(value)}, expected {test.op} {_short(expected)}"
+            return False, f"got {short_repr(value)}, expected a {test.op} value"
+        return False, f"got {short_repr(value)}, expected {test.op} {short_repr(expected)}"
 
 
 RECHECK = "recheck"
@@ -77,7 +87,8 @@ def judge(task_id: str, sample_index: int, job: ExecJob, raw: RawResult,
     nothing (1 == 1.0, float tolerance): such a verdict comes back with status "recheck" and
     the caller reruns the job with ``large_output="value"``."""
     checker = checker or Checker()
-    verdict = Verdict(task_id=task_id, sample_index=sample_index, status=PASS, wall_time=raw.wall_time)
+    verdict = Verdict(task_id=task_id, sample_index=sample_index, status=PASS, wall_time=raw.wall_time,
+                      n_tests=len(job.tests))
     if raw.sandbox_error:
         verdict.status = SANDBOX_ERROR
         verdict.message = raw.sandbox_error
@@ -125,6 +136,7 @@ def judge(task_id: str, sample_index: int, job: ExecJob, raw: RawResult,
             status = "not_run"
         verdict.tests.append(TestVerdict(test.id, status, message, outcome.time))
 
+    verdict.n_passed = sum(t.status == "pass" for t in verdict.tests)
     if any(t.status == RECHECK for t in verdict.tests):
         verdict.status = RECHECK
         return verdict

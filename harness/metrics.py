@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 
 @dataclass
@@ -33,5 +33,15 @@ class Metric:
         return self.name.replace("@k", f"@{k}")
 
 
-def tasks_short_of(outcomes: Mapping[str, Sequence[bool]], k: int) -> list[str]:
-    return [t for t, o in outcomes.items() if len(o) < k]
+def mean_over_tasks(outcomes: Mapping[str, Sequence[bool]], k: int,
+                    per_task: Callable[[Sequence[bool]], float]) -> MetricValue:
+    """Mean of ``per_task(samples)`` over tasks with at least one judged sample. Undefined
+    (None, with a note naming a task) when any such task has fewer than k samples."""
+    judged = {t: o for t, o in outcomes.items() if len(o)}
+    if not judged:
+        return MetricValue(None, note="no judged sample")
+    short = [t for t, o in judged.items() if len(o) < k]
+    if short:
+        return MetricValue(None, note=f"{len(short)} task(s) have fewer than {k} samples, e.g. {short[0]}")
+    figures = {t: per_task(o) for t, o in judged.items()}
+    return MetricValue(sum(figures.values()) / len(figures), figures)

@@ -170,10 +170,19 @@ class Verdict(_Record):
     message: str = ""
     wall_time: float = 0.0
     code_hash: str = ""  # identifies the judged program, so a resumed run never reuses a stale verdict
+    n_tests: int = 0
+    n_passed: int = 0
 
     @property
     def passed(self) -> bool:
         return self.status == PASS
+
+    def compact(self, keep: int = 64) -> "Verdict":
+        """For storage: with more than ``keep`` tests (HumanEval+ has up to 1,000 inputs a task),
+        keep only the tests that did not pass (up to ``keep``); counts stay exact."""
+        if len(self.tests) > keep:
+            self.tests = [t for t in self.tests if t.status != "pass"][:keep]
+        return self
 
     @classmethod
     def from_json(cls, data):

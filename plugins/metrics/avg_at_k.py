@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from harness.estimators import avg_at_k
 from harness.hookspecs import hookimpl
-from harness.metrics import Metric, MetricValue, tasks_short_of
+from harness.metrics import Metric, mean_over_tasks
 
 
 class AvgAtK(Metric):
@@ -13,14 +13,7 @@ class AvgAtK(Metric):
     description = "mean pass rate of the first k samples, mean over tasks"
 
     def compute(self, outcomes, k):
-        outcomes = {t: o for t, o in outcomes.items() if len(o)}
-        if not outcomes:
-            return MetricValue(None, note="no judged sample")
-        short = tasks_short_of(outcomes, k)
-        if short:
-            return MetricValue(None, note=f"{len(short)} task(s) have fewer than {k} samples, e.g. {short[0]}")
-        per_task = {t: avg_at_k(o, k) for t, o in outcomes.items()}
-        return MetricValue(sum(per_task.values()) / len(per_task), per_task)
+        return mean_over_tasks(outcomes, k, lambda o: avg_at_k(o, k))
 
 
 @hookimpl

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from harness.estimators import pass_at_k
 from harness.hookspecs import hookimpl
-from harness.metrics import Metric, MetricValue, tasks_short_of
+from harness.metrics import Metric, mean_over_tasks
 
 
 class PassAtK(Metric):
@@ -17,14 +17,7 @@ class PassAtK(Metric):
     description = "unbiased pass@k (1 - C(n-c,k)/C(n,k)), mean over tasks"
 
     def compute(self, outcomes, k):
-        outcomes = {t: o for t, o in outcomes.items() if len(o)}
-        if not outcomes:
-            return MetricValue(None, note="no judged sample")
-        short = tasks_short_of(outcomes, k)
-        if short:
-            return MetricValue(None, note=f"{len(short)} task(s) have fewer than {k} samples, e.g. {short[0]}")
-        per_task = {t: pass_at_k(len(o), sum(map(bool, o)), k) for t, o in outcomes.items()}
-        return MetricValue(sum(per_task.values()) / len(per_task), per_task)
+        return mean_over_tasks(outcomes, k, lambda o: pass_at_k(len(o), sum(map(bool, o)), k))
 
 
 @hookimpl

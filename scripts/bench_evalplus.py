@@ -1,0 +1,174 @@
+"""Benchmark: codea1 evaluate vs evalplus.evaluate on the same HumanEval+ samples file.
+
+Both tools get the same worker count and warm caches (each tool's ground-truth / reference
+cache is filled by an untimed first run), and their per-sample verdicts are compared: a
+figure is only printed for identical verdicts (HumanEval/32, which evalplus 0.3.1 fails for
+every sample, is reported apart).
+
+    python scripts/bench_evalplus.py --data ../shared/data/humanevalplus/HumanEvalPlus-v0.1.10.jsonl.gz
+
+Sample files (--preset):
+  canonical  one canonical solution per task (164 samples)
+  mixed      n samples per task (--n, default 10) as a sampling model produces them:
+             repeats of the canonical solution (temperature sampling repeats itself) and
+             mutants of it (a flipped comparison, an off-by-one constant, a dropped
+             return), built with ast from the canonical code
+  FILE       --samples FILE uses your own file
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import gzip
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FLIP = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq, ast.NotEq: ast.Eq}
+
+
+class _Mutate(ast.NodeTransformer):
+    def __init__(self, target: int):
+        self.target, self.seen, self.done = target, 0, False
+
+    def _hit(self) -> bool:
+        self.seen += 1
+        if self.seen == self.target and not self.done:
+            self.done = True
+            return True
+        return False
+
+    def visit_Compare(self, node):
+        self.generic_visit(node)
+        if type(node.ops[0]) in FLIP and self._hit():
+            node.ops = [FLIP[type(node.ops[0])]()] + node.ops[1:]
+        return node
+
+    def visit_Constant(self, node):
+        if type(node.value) is int and self._hit():
+            return ast.copy_location(ast.Constant(node.value + 1), node)
+        return node
+
+    def visit_Return(self, node):
+        self.generic_visit(node)
+        if node.value is not None and self._hit():
+            return ast.copy_location(ast.Return(ast.Constant(None)), node)
+        return node
+
+
+def mutants(code: str, rng: random.Random, count: int) -> list[str]:
+    tree = ast.parse(code)
+    counter = _Mutate(10 ** 9)
+    counter.visit(ast.parse(code))
+    sites = list(range(1, counter.seen + 1))
+    rng.shuffle(sites)
+    out = []
+    for site in sites[:count]:
+        m = _Mutate(site)
+        new = ast.unparse(m.visit(ast.parse(code)))
+        if m.done and new != ast.unparse(tree):
+            out.append(new)
+    return out
+
+
+def build_samples(data: Path, preset: str, n: int, path: Path) -> int:
+    rng = random.Random(0)
+    rows = []
+    for line in gzip.open(data, "rt"):
+        task = json.loads(line)
+        canonical = task["prompt"] + task["canonical_solution"]
+        if preset == "canonical":
+            rows.append({"task_id": task["task_id"], "solution": canonical})
+            continue
+        wrong = mutants(canonical, rng, n)
+        n_right = max(1, n - len(wrong)) if not wrong else rng.randint(n // 3, n - 1)
+        picks = [canonical] * n_right + wrong[: n - n_right]
+        picks += [canonical] * (n - len(picks))
+        rng.shuffle(picks)
+        rows += [{"task_id": task["task_id"], "solution": c} for c in picks]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return len(rows)
+
+
+def run_evalplus(data: Path, samples: Path, workers: int) -> tuple[float, float, dict]:
+    """(seconds inside evaluate(), seconds of the whole process, verdicts)."""
+    result_file = Path(str(samples).replace(".jsonl", "_eval_results.json"))
+    result_file.unlink(missing_ok=True)
+    code = ("import os, time\nt = time.perf_counter()\nfrom evalplus.evaluate import evaluate\n"
+            f"evaluate('humaneval', samples={str(samples)!r}, parallel={workers}, i_just_wanna_run=True)\n"
+            "print('CALL_SECONDS', time.perf_counter() - t)\n")
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", code], env={**os.environ, "HUMANEVAL_OVERRIDE_PATH": str(data)},
+                          capture_output=True, text=True, check=True)
+    process = time.perf_counter() - start
+    call = float(done.stdout.split("CALL_SECONDS")[1].split()[0])
+    verdicts = {}
+    for task_id, rows in json.loads(result_file.read_text())["eval"].items():
+        for i, row in enumerate(rows):
+            verdicts[(task_id, i)] = row["base_status"] == row["plus_status"] == "pass"
+    return call, process, verdicts
+
+
+def run_codea1(data: Path, samples: Path, workers: int, out: Path, extra: list[str]) -> tuple[float, dict, dict]:
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "harness.cli", "evaluate", "--benchmark", "humaneval+", "--data", str(data),
+                    "--samples", str(samples), "--workers", str(workers), "--out", str(out), "--overwrite",
+                    "--no-progress", *extra], check=True, capture_output=True, text=True,
+                   env={**os.environ, "PYTHONPATH": str(ROOT)})
+    seconds = time.perf_counter() - start
+    verdicts = {}
+    for line in (out / "verdicts.jsonl").read_text().splitlines():
+        v = json.loads(line)
+        verdicts[(v["task_id"], v["sample_index"])] = v["status"] == "pass"
+    return seconds, verdicts, json.loads((out / "results.json").read_text())
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", required=True, type=Path)
+    parser.add_argument("--preset", choices=("canonical", "mixed"), default="mixed")
+    parser.add_argument("--n", type=int, default=10)
+    parser.add_argument("--samples", type=Path)
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--no-warmup", action="store_true", help="caches are warm already: skip the untimed runs")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="codea1-bench-"))
+    samples = args.samples or work / "samples.jsonl"
+    if not args.samples:
+        count = build_samples(args.data, args.preset, args.n, samples)
+        print(f"samples: {count} ({args.preset}{', n=%d' % args.n if args.preset == 'mixed' else ''}) in {samples}")
+    print(f"workers: {args.workers} each", flush=True)
+    if not args.no_warmup:
+        print("warming both caches (untimed)...", flush=True)
+        run_evalplus(args.data, samples, args.workers)
+        run_codea1(args.data, samples, args.workers, work / "warm", [])
+
+    ep_call, ep_process, ep = run_evalplus(args.data, samples, args.workers)
+    ours_s, ours, results = run_codea1(args.data, samples, args.workers, work / "run", [])
+    nodedupe_s, nodedupe, _ = run_codea1(args.data, samples, args.workers, work / "run-nodedupe", ["--no-dedupe"])
+
+    bug = {"HumanEval/32"}
+    differ = [k for k in ours if k[0] not in bug and ours[k] != ep.get(k)]
+    differ += [k for k in nodedupe if k[0] not in bug and nodedupe[k] != ep.get(k)]
+    bug_rows = [k for k in ours if k[0] in bug]
+    print(f"verdicts: {len(ours)} samples; differing from evalplus: {len(differ)}"
+          f" (+{len(bug_rows)} HumanEval/32 samples evalplus always fails)")
+    if differ:
+        print("  first differences:", differ[:5])
+    print(f"codea1 executed {results['timing']['executed_programs']} distinct programs of {len(ours)} samples")
+    print(f"evalplus.evaluate()  call {ep_call:8.2f} s   whole process (exit waits on its watchdog) {ep_process:8.2f} s")
+    print(f"codea1 evaluate              {ours_s:8.2f} s   ratio (evalplus call / codea1) {ep_call / ours_s:6.2f}x"
+          f"   (whole processes {ep_process / ours_s:6.2f}x)")
+    print(f"codea1 evaluate --no-dedupe  {nodedupe_s:8.2f} s   ratio (evalplus call / codea1) {ep_call / nodedupe_s:6.2f}x")
+    return 1 if differ else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
