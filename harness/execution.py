@@ -34,6 +34,9 @@ def batch_timeout(limits: Sequence[float], cap: float = DEFAULT_MAX_BATCH_SECOND
     return min(sum(limits), cap) + load_allowance
 
 
+EarlyStop = Callable[[ExecJob, int, RawOutcome], bool]
+
+
 class Executor:
     """Base class of executor plugins.
 
@@ -48,8 +51,12 @@ class Executor:
         self.options = options
         self.workers = workers or os.cpu_count() or 1
 
-    def run(self, jobs: Sequence[ExecJob]) -> Iterator[RawResult]:
-        """Yield one RawResult per job, in completion order (match them by ``job_id``)."""
+    def run(self, jobs: Sequence[ExecJob], early_stop: EarlyStop | None = None) -> Iterator[RawResult]:
+        """Yield one RawResult per job, in completion order (match them by ``job_id``).
+
+        ``early_stop(job, i, outcome)``, when given, may be asked about each test outcome as
+        it arrives; True means the verdict is settled (a test failed) and the executor may
+        stop the job, leaving later tests not run. Executors that cannot stream ignore it."""
         raise NotImplementedError
 
     def info(self) -> dict:
@@ -199,6 +206,8 @@ def parse_records(job: ExecJob, lines: Iterable[str] | bytes, exit_reason: str, 
         if next_index < n:
             outcomes[next_index] = RawOutcome("exception", message="the process ended during this test")
         exit_reason = "crashed: the process ended before finishing its tests"
+    elif exit_reason == "cancelled":
+        pass  # stopped on purpose after a settled failure: the rest was not run
     elif exit_reason != "finished" and next_index < n and loaded == "ok":
         status = "timeout" if exit_reason == "timeout" else "exception"
         outcomes[next_index] = RawOutcome(status, message=exit_reason)
@@ -213,10 +222,43 @@ def sandbox_failure(job: ExecJob, message: str) -> RawResult:
                      exit="sandbox", sandbox_error=message)
 
 
-def run_jobs(executor: Executor, jobs: Sequence[ExecJob], on_result: Callable[[RawResult], None] | None = None) -> dict[str, RawResult]:
+def outcome_from_record(rec: dict) -> RawOutcome | None:
+    """The RawOutcome of one test record (streaming use); None for other records."""
+    status = rec.get("s")
+    if "i" not in rec or status is None:
+        return None
+    if status == "ok":
+        return RawOutcome("ok", value=plaindata.from_tree(rec["v"]) if "v" in rec else None, digest=rec.get("h"))
+    return RawOutcome(str(status), message=str(rec.get("e", "")))
+
+
+class RecordStream:
+    """Splits streamed result bytes into records and asks ``early_stop`` about each test
+    outcome; returns True (stop the job) once it answers True. Anything unparsable is left
+    for ``parse_records`` to judge at the end."""
+
+    def __init__(self, job: ExecJob, early_stop: EarlyStop):
+        self.job, self.early_stop, self.partial = job, early_stop, b""
+
+    def __call__(self, data: bytes) -> bool:
+        *lines, self.partial = (self.partial + data).split(b"\n")
+        for line in lines:
+            try:
+                rec = json.loads(line)
+                outcome = outcome_from_record(rec) if type(rec) is dict else None
+                i = rec.get("i") if outcome is not None else None
+            except (ValueError, KeyError, TypeError, plaindata.PlainDataError):
+                continue
+            if type(i) is int and 0 <= i < len(self.job.tests) and self.early_stop(self.job, i, outcome):
+                return True
+        return False
+
+
+def run_jobs(executor: Executor, jobs: Sequence[ExecJob], on_result: Callable[[RawResult], None] | None = None,
+             early_stop: EarlyStop | None = None) -> dict[str, RawResult]:
     """Run jobs to completion and return results by job id; ``on_result`` sees each as it lands."""
     results = {}
-    for res in executor.run(jobs):
+    for res in executor.run(jobs, early_stop) if early_stop else executor.run(jobs):
         results[res.job_id] = res
         if on_result:
             on_result(res)

@@ -27,8 +27,13 @@ class ZygoteDied(RuntimeError):
 
 class _Zygote:
     def __init__(self, argv: list[str], env: dict):
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     env=env, start_new_session=True)
+        control_r, self.control_w = os.pipe()
+        try:
+            self.proc = subprocess.Popen([*argv, "--control-fd", str(control_r)], stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                                         start_new_session=True, pass_fds=(control_r,))
+        finally:
+            os.close(control_r)
         self.known_tests: set[str] = set()  # tests_keys this zygote holds (it may forget some)
         self._stderr_tail: list[str] = []
         threading.Thread(target=self._drain_stderr, daemon=True).start()
@@ -56,29 +61,41 @@ class _Zygote:
             raise ZygoteDied(f"zygote reply cut short: {self.stderr_tail()}")
         return header, body
 
-    def _send(self, text: str) -> tuple[dict, bytes]:
+    def _send(self, text: str, job_id: str, on_chunk) -> tuple[dict, bytes]:
+        """Send one job; result records stream in as chunks (``on_chunk(bytes)`` returns True
+        to cancel the job: the zygote then kills the child)."""
         try:
             self.proc.stdin.write(text.encode("utf-8", "surrogatepass") + b"\n")
             self.proc.stdin.flush()
-            return self._read()
+            chunks = []
+            cancelled = False
+            while True:
+                header, body = self._read()
+                if "chunk" not in header:
+                    return header, b"".join(chunks) + body
+                chunks.append(body)
+                if on_chunk is not None and not cancelled and on_chunk(body):
+                    cancelled = True
+                    os.write(self.control_w, f"cancel {job_id}\n".encode())
         except (BrokenPipeError, OSError, ValueError) as exc:
             raise ZygoteDied(f"zygote pipe broke: {exc}; {self.stderr_tail()}") from exc
 
-    def request(self, head: str, tests_key: str, tests_json: str) -> tuple[dict, bytes]:
+    def request(self, head: str, tests_key: str, tests_json: str, job_id: str = "", on_chunk=None) -> tuple[dict, bytes]:
         """``head`` is the job as a JSON object without its tests; the tests travel only when
         this zygote does not hold ``tests_key`` yet."""
         if tests_key in self.known_tests:
-            header, body = self._send(head[:-1] + f',"tests_key":"{tests_key}"}}')
+            header, body = self._send(head[:-1] + f',"tests_key":"{tests_key}"}}', job_id, on_chunk)
             if not header.get("need_tests"):
                 return header, body
         self.known_tests.add(tests_key)
-        return self._send(head[:-1] + f',"tests_key":"{tests_key}","tests":{tests_json}}}')
+        return self._send(head[:-1] + f',"tests_key":"{tests_key}","tests":{tests_json}}}', job_id, on_chunk)
 
     def close(self):
-        try:
-            self.proc.stdin.close()
-        except OSError:
-            pass
+        for close in (self.proc.stdin.close, lambda: os.close(self.control_w)):
+            try:
+                close()
+            except OSError:
+                pass
         try:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
@@ -124,13 +141,13 @@ class ZygotePool:
             self._all.append(fresh)
         self._free.put(fresh)
 
-    def request(self, parts: tuple[str, str, str]) -> tuple[dict, bytes]:
+    def request(self, parts: tuple[str, str, str], job_id: str = "", on_chunk=None) -> tuple[dict, bytes]:
         """Run one job (head, tests_key, tests_json); a zygote that dies is replaced and the
         error is raised."""
         self.start()
         zygote = self._free.get()
         try:
-            answer = zygote.request(*parts)
+            answer = zygote.request(*parts, job_id=job_id, on_chunk=on_chunk)
         except ZygoteDied:
             self._replace(zygote)
             raise
@@ -138,7 +155,10 @@ class ZygotePool:
         return answer
 
     def map_unordered(self, items: Iterable, make_payload: Callable[[object], tuple[str, str, str]],
-                      on_error: Callable[[object, Exception], tuple[dict, bytes]]) -> Iterator[tuple[object, tuple[dict, bytes]]]:
+                      on_error: Callable[[object, Exception], tuple[dict, bytes]],
+                      job_id: Callable[[object], str] = str,
+                      make_on_chunk: Callable[[object], Callable[[bytes], bool] | None] = lambda item: None,
+                      ) -> Iterator[tuple[object, tuple[dict, bytes]]]:
         """Yield (item, answer) as jobs finish, with at most ``workers`` jobs in flight."""
         self.start()
         pending: queue.Queue = queue.Queue()
@@ -146,7 +166,7 @@ class ZygotePool:
 
         def work(item):
             try:
-                pending.put((item, self.request(make_payload(item))))
+                pending.put((item, self.request(make_payload(item), job_id(item), make_on_chunk(item))))
             except Exception as exc:  # noqa: BLE001 - turned into a sandbox error for that job
                 pending.put((item, on_error(item, exc)))
 

@@ -36,11 +36,15 @@ SAFE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL":
 
 
 class Zygote:
-    def __init__(self, seccomp: bool, file_mb: int, output_cap: int):
+    def __init__(self, seccomp: bool, file_mb: int, output_cap: int, reply=None, control_fd: int | None = None):
         self.seccomp = seccomp
         self.file_mb = file_mb
         self.output_cap = output_cap
         self.root = tempfile.mkdtemp(prefix="codea1-zygote-")
+        self.reply = reply  # when set, result bytes are streamed as they arrive
+        self.control_fd = control_fd  # "cancel JOB_ID" lines from the parent
+        self.control_buffer = b""
+        self.job_id = None
 
     def _confine_child(self, job: dict, workdir: str, out_w: int, err_w: int, res_w: int) -> None:
         os.setsid()
@@ -84,6 +88,7 @@ class Zygote:
         for fd in (out_w, err_w, res_w):
             os.close(fd)
         deadline = start + float(job.get("batch_timeout", 60.0)) + 1.0
+        self.job_id = str(job.get("job_id"))
         reply = self._supervise(pid, out_r, err_r, res_r, deadline)
         reply["job_id"] = job.get("job_id")
         reply["wall"] = time.monotonic() - start
@@ -97,6 +102,8 @@ class Zygote:
         sel = selectors.DefaultSelector()
         for fd in buffers:
             sel.register(fd, selectors.EVENT_READ)
+        if self.control_fd is not None:
+            sel.register(self.control_fd, selectors.EVENT_READ)
         exit_reason = "finished"
         open_fds = set(buffers)
         while open_fds:
@@ -106,7 +113,18 @@ class Zygote:
                 break
             for key, _ in sel.select(timeout=min(remaining, 0.5)):
                 fd = key.fd
+                if fd == self.control_fd:
+                    if self._cancel_requested():
+                        exit_reason = "cancelled"
+                        open_fds.clear()
+                        break
+                    if self.control_fd is None:  # the parent closed it
+                        sel.unregister(fd)
+                    continue
                 data = os.read(fd, 1 << 16)
+                if fd == res_r and self.reply is not None and data:
+                    _reply(self.reply, {"chunk": self.job_id}, data)
+                    continue
                 if not data:
                     sel.unregister(fd)
                     open_fds.discard(fd)
@@ -136,6 +154,17 @@ class Zygote:
             return s + (f"\n[... {overflow[fd]} more bytes dropped]" if overflow[fd] else "")
 
         return {"result": bytes(buffers[res_r]), "stdout": text(out_r), "stderr": text(err_r), "exit": exit_reason}
+
+    def _cancel_requested(self) -> bool:
+        """Read the control pipe; True when it names the job now running (a cancel for a job
+        that already ended is ignored)."""
+        data = os.read(self.control_fd, 4096)
+        if not data:
+            self.control_fd = None
+            return False
+        self.control_buffer += data
+        *lines, self.control_buffer = self.control_buffer.split(b"\n")
+        return any(line.decode("utf-8", "replace") == f"cancel {self.job_id}" for line in lines)
 
     @staticmethod
     def _reap(pid: int, deadline: float):
@@ -179,6 +208,7 @@ def main(argv=None) -> int:
     parser.add_argument("--no-seccomp", action="store_true")
     parser.add_argument("--file-mb", type=int, default=64)
     parser.add_argument("--output-cap", type=int, default=OUTPUT_CAP)
+    parser.add_argument("--control-fd", type=int, help="pipe of 'cancel JOB_ID' lines; enables streamed results")
     args = parser.parse_args(argv)
 
     # The zygote's own stdout is the reply channel: keep a private handle to it and point
@@ -195,7 +225,9 @@ def main(argv=None) -> int:
             preloaded.append(name)
         except Exception as exc:  # noqa: BLE001 - reported in the ready line
             failed[name] = f"{type(exc).__name__}: {exc}"
-    zygote = Zygote(seccomp=seccomp, file_mb=args.file_mb, output_cap=args.output_cap)
+    streaming = args.control_fd is not None
+    zygote = Zygote(seccomp=seccomp, file_mb=args.file_mb, output_cap=args.output_cap,
+                    reply=reply if streaming else None, control_fd=args.control_fd)
     _reply(reply, {"ready": True, "pid": os.getpid(), "network_isolation": network or "none", "seccomp": seccomp,
                    "preloaded": preloaded, "preload_failed": failed, "uid": os.getuid(),
                    "python": sys.version.split()[0]}, b"")

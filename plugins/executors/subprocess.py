@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
-from harness.execution import Executor, PayloadEncoder, parse_records, sandbox_failure
+from harness.execution import Executor, PayloadEncoder, RecordStream, parse_records, sandbox_failure
 from harness.hookspecs import hookimpl
 from harness.records import ExecJob, RawResult
 from harness.sandbox.pool import DEFAULT_PRELOAD, ZygotePool
@@ -56,10 +56,12 @@ class ZygoteExecutor(Executor):
     def info(self) -> dict:
         return {"executor": self.name, "workers": self.workers, **self.pool.start()}
 
-    def run(self, jobs: Sequence[ExecJob]) -> Iterator[RawResult]:
+    def run(self, jobs: Sequence[ExecJob], early_stop=None) -> Iterator[RawResult]:
         encode = PayloadEncoder()
         for job, (header, result) in self.pool.map_unordered(
-                jobs, encode, lambda job, exc: ({"sandbox_error": f"{type(exc).__name__}: {exc}"}, b"")):
+                jobs, encode, lambda job, exc: ({"sandbox_error": f"{type(exc).__name__}: {exc}"}, b""),
+                job_id=lambda job: job.job_id,
+                make_on_chunk=lambda job: RecordStream(job, early_stop) if early_stop else None):
             if "sandbox_error" in header:
                 yield sandbox_failure(job, header["sandbox_error"])
             elif header.get("exit", "").startswith("sandbox:"):

@@ -252,3 +252,32 @@ def test_many_jobs_use_all_workers(executor):
     assert sorted(results) == [str(i) for i in range(6)]
     assert all(r.outcomes[0].status == "ok" for r in results.values())
     assert elapsed < 6 * 0.3  # two workers: about 0.9 s, never the serial 1.8 s
+
+
+def test_early_stop_cancels_a_program_once_its_verdict_is_settled(executor):
+    """A wrong but slow program: the harness sees test 0 fail and stops the job instead of
+    running the other 9 tests for 0.4 s each."""
+    from harness.asserts import parse_asserts
+    from harness.execution import run_jobs
+    from harness.judge import judge
+    from harness.records import ExecJob
+
+    tests, _ = parse_asserts("\n".join(f"assert f({i}) == {i}" for i in range(10)), "f")
+    job = ExecJob(job_id="slow", code="import time\ndef f(x):\n    time.sleep(0.4)\n    return -1\n", tests=tests,
+                  entry_point="f", time_limits=[2.0] * 10, batch_timeout=30, fail_fast=True)
+    asked = []
+
+    def stop(job, i, outcome):
+        asked.append(i)
+        return outcome.value != job.tests[i].expected
+
+    start = time.monotonic()
+    raw = run_jobs(executor, [job], early_stop=stop)["slow"]
+    assert time.monotonic() - start < 2.0
+    assert raw.exit == "cancelled" and asked[0] == 0
+    verdict = judge("t", 0, job, raw)
+    assert verdict.status == FAIL and verdict.first_failure["test"] == "assert/0"
+    assert [t.status for t in verdict.tests[1:]] == ["not_run"] * 9
+    # Without early stop, the same job runs to the end.
+    full = run_jobs(executor, [job])["slow"]
+    assert full.exit == "finished" and all(o.status == "ok" for o in full.outcomes)
