@@ -76,7 +76,7 @@ for row in rows:
     if key in {[f"{t}#{i}" for t, i in keys]!r}:
         r = check_correctness({dataset!r}, 0, problems[row["task_id"]], row["solution"], expected[row["task_id"]])
         out[key] = [r["base"][0], r["plus"][0]]
-print(json.dumps(out))
+print(json.dumps(out), flush=True)
 os._exit(0)
 """
     env = {**os.environ, env_var: str(data)}
@@ -122,8 +122,20 @@ def test_canonical_pass_and_verdicts_equal_evalplus(plugins, tmp_path, benchmark
         alone = evalplus_isolated(dataset, env_var, data, samples, [m[0] for m in mismatches])
         still = [m for m in mismatches if (alone[m[0]][0] == alone[m[0]][1] == "pass") != (m[1] == "pass")]
         assert still == [], still
-        assert len(mismatches) <= 3, f"evalplus was flaky on too many samples: {mismatches}"
+        assert len(mismatches) <= max(3, len(verdicts) // 50), f"evalplus was flaky on too many samples: {mismatches}"
     # The wrong samples are not all wrong in the same way: both tools agree on which pass.
     wrong_passes = {(r["task_id"], r["kind"]) for r in wrong_rows
                     if verdicts[(r["task_id"], 1)]["status"] == "pass"}
     assert len(wrong_passes) < len(wrong_rows)
+
+
+def test_isolated_evalplus_check_reads_back(tmp_path):
+    """The confirmation path used on disagreements works (it runs only when evalplus is flaky)."""
+    data = shared_file("humanevalplus", "HumanEvalPlus-v0.1.10.jsonl.gz")
+    samples = tmp_path / "s.jsonl"
+    rows = [{"task_id": "HumanEval/23", "solution": "def strlen(string):\n    return len(string)\n"},
+            {"task_id": "HumanEval/23", "solution": "def strlen(string):\n    return len(string) - 1\n"}]
+    samples.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    alone = evalplus_isolated("humaneval", "HUMANEVAL_OVERRIDE_PATH", data, samples,
+                              [("HumanEval/23", 0), ("HumanEval/23", 1)])
+    assert alone == {("HumanEval/23", 0): ("pass", "pass"), ("HumanEval/23", 1): ("fail", "fail")}
