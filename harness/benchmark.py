@@ -32,8 +32,6 @@ class Benchmark:
     # When the reference solution fails a golden test here: "report" it and keep the test,
     # "drop_test" (no expected value exists), or "skip_task" (the environment lacks something).
     reference_failure_policy = "report"
-    # Modules worth importing once per sandbox worker for this benchmark.
-    preload: tuple[str, ...] = ()
 
     def __init__(self, options: Any = None):
         self.options = options or self.Options()
@@ -78,7 +76,3 @@ class Benchmark:
     def default_samples(self) -> str | None:
         """A samples file to use when ``--samples`` is not given (the demo ships one)."""
         return None
-
-    def data_identity(self) -> str:
-        """What identifies the data for caches and run configs."""
-        return str(self.options.data or "")

@@ -5,7 +5,7 @@ Judging (``harness.judge``) happens here in the trusted process, on plain data, 
 executor only has to move jobs and records faithfully.
 
 Executors that run the zygote protocol (harness.sandbox) get the payload encoding and the
-record parsing from this module: ``job_payload`` and ``parse_records``.
+record parsing from this module: ``PayloadEncoder`` and ``parse_records``.
 """
 
 from __future__ import annotations
@@ -114,12 +114,6 @@ class PayloadEncoder:
                            "batch_timeout": job.batch_timeout, "memory_mb": job.memory_mb,
                            "fail_fast": job.fail_fast, "large_output": job.large_output}, separators=(",", ":"))
         return head, key, tests_json
-
-
-def job_payload(job: ExecJob) -> str:
-    """The whole job as one JSON line (executors that do not cache tests remotely)."""
-    head, _key, tests_json = PayloadEncoder()(job)
-    return head[:-1] + ',"tests":' + tests_json + "}"
 
 
 def parse_records(job: ExecJob, lines: Iterable[str] | bytes, exit_reason: str, stdout: str = "", stderr: str = "",
