@@ -105,6 +105,7 @@ class Zygote:
         if self.control_fd is not None:
             sel.register(self.control_fd, selectors.EVENT_READ)
         exit_reason = "finished"
+        streamed = 0
         open_fds = set(buffers)
         while open_fds:
             remaining = deadline - time.monotonic()
@@ -123,6 +124,11 @@ class Zygote:
                     continue
                 data = os.read(fd, 1 << 16)
                 if fd == res_r and self.reply is not None and data:
+                    streamed += len(data)
+                    if streamed > RESULT_CAP:  # the parent must not be flooded either
+                        exit_reason = "protocol: result records exceed the cap"
+                        open_fds.clear()
+                        break
                     _reply(self.reply, {"chunk": self.job_id}, data)
                     continue
                 if not data:

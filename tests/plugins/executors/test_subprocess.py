@@ -281,3 +281,10 @@ def test_early_stop_cancels_a_program_once_its_verdict_is_settled(executor):
     # Without early stop, the same job runs to the end.
     full = run_jobs(executor, [job])["slow"]
     assert full.exit == "finished" and all(o.status == "ok" for o in full.outcomes)
+
+
+def test_flooding_the_result_channel_is_cut_off(executor, survive, monkeypatch):
+    code = "import os\ndef f(x):\n    block = b'x' * 65536\n    while True:\n        os.write(3, block)\n"
+    verdict, raw = run_code(executor, code, "assert f(1) == 2", "f", limit=60, batch=60)
+    assert verdict.status == FAIL and "tampered" in verdict.message
+    assert raw.exit.startswith("protocol:")
