@@ -8,12 +8,13 @@ import sys
 from typing import Sequence
 
 from harness.benchmark import BenchmarkError
+from harness.execution import ExecutorUnavailable
 from harness.plugin_manager import PluginLoadError, load_plugins
 from harness.registry import OptionError, UnknownPluginError
 from harness.runstore import RunStoreError
 from harness.samples import SamplesError
 
-USER_ERRORS = (BenchmarkError, UnknownPluginError, OptionError, RunStoreError, SamplesError, PluginLoadError,
+USER_ERRORS = (BenchmarkError, ExecutorUnavailable, UnknownPluginError, OptionError, RunStoreError, SamplesError, PluginLoadError,
                FileNotFoundError, ValueError)
 
 

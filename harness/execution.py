@@ -34,6 +34,11 @@ def batch_timeout(limits: Sequence[float], cap: float = DEFAULT_MAX_BATCH_SECOND
     return min(sum(limits), cap) + load_allowance
 
 
+class ExecutorUnavailable(RuntimeError):
+    """The selected executor cannot run here (a binary, a service or a package is missing).
+    Never answered by silently falling back to another executor."""
+
+
 EarlyStop = Callable[[ExecJob, int, RawOutcome], bool]
 
 

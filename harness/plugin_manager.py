@@ -26,6 +26,10 @@ BUILTIN_DISTRIBUTION = "codea1 (built-in)"
 
 BUILTIN_PLUGINS = (
     "plugins.executors.subprocess",
+    "plugins.executors.firejail",
+    "plugins.executors.bubblewrap",
+    "plugins.executors.sandbox_fusion",
+    "plugins.executors.ray",
     "plugins.metrics.pass_at_k",
     "plugins.metrics.avg_at_k",
     "benchmarks.demo",

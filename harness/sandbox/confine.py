@@ -15,6 +15,7 @@ import os
 import platform
 import resource
 import struct
+import tempfile
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -125,3 +126,144 @@ def probe_seccomp() -> bool:
             os._exit(1)
     _, status = os.waitpid(pid, 0)
     return os.waitstatus_to_exitcode(status) == 0
+
+
+# Landlock (Linux >= 5.13): an unprivileged, stackable restriction that holds for root too.
+_LANDLOCK_SYSCALLS = {"x86_64": (444, 445, 446), "aarch64": (444, 445, 446)}
+_LANDLOCK_CREATE_RULESET_VERSION = 1
+_LANDLOCK_RULE_PATH_BENEATH = 1
+_FS_EXECUTE, _FS_WRITE_FILE, _FS_READ_FILE, _FS_READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
+_FS_TRUNCATE, _FS_IOCTL_DEV = 1 << 14, 1 << 15
+_NET_BIND_TCP, _NET_CONNECT_TCP = 1 << 0, 1 << 1
+_SCOPE_ABSTRACT_UNIX_SOCKET, _SCOPE_SIGNAL = 1 << 0, 1 << 1
+
+
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version; 0 when it has none."""
+    numbers = _LANDLOCK_SYSCALLS.get(platform.machine())
+    if numbers is None:
+        return 0
+    abi = _libc.syscall(numbers[0], None, ctypes.c_size_t(0), ctypes.c_uint32(_LANDLOCK_CREATE_RULESET_VERSION))
+    return max(int(abi), 0)
+
+
+def _fs_rights(abi: int) -> int:
+    rights = (1 << 13) - 1  # EXECUTE .. MAKE_SYM: ABI 1
+    if abi >= 2:
+        rights |= 1 << 13  # REFER
+    if abi >= 3:
+        rights |= _FS_TRUNCATE
+    if abi >= 5:
+        rights |= _FS_IOCTL_DEV
+    return rights
+
+
+def restrict_filesystem(writable: str, block_tcp: bool) -> dict:
+    """Landlock the calling process: read and execute anywhere, write only beneath
+    ``writable`` (and to /dev/null); with ABI >= 4 no TCP bind/connect when ``block_tcp``;
+    with ABI >= 6 no signals to processes outside the sandbox (the zygote, the harness) and
+    no abstract unix sockets out of it. Landlock also refuses ptrace-style access (e.g.
+    /proc/PID/fd of the zygote) to processes outside the domain.
+
+    Returns what was enforced; raises OSError when the kernel refuses."""
+    abi = landlock_abi()
+    if abi < 1:
+        raise OSError("this kernel has no Landlock")
+    create, add_rule, restrict = _LANDLOCK_SYSCALLS[platform.machine()]
+    fs = _fs_rights(abi)
+    net = (_NET_BIND_TCP | _NET_CONNECT_TCP) if (block_tcp and abi >= 4) else 0
+    scoped = (_SCOPE_ABSTRACT_UNIX_SOCKET | _SCOPE_SIGNAL) if abi >= 6 else 0
+    attr = struct.pack("QQQ", fs, net, scoped)[: 8 if abi < 4 else 16 if abi < 6 else 24]
+    ruleset = _libc.syscall(create, ctypes.c_char_p(attr), ctypes.c_size_t(len(attr)), ctypes.c_uint32(0))
+    if ruleset < 0:
+        raise OSError(ctypes.get_errno(), "landlock_create_ruleset failed")
+    try:
+        file_rights = _FS_READ_FILE | _FS_WRITE_FILE | (fs & (_FS_TRUNCATE | _FS_IOCTL_DEV))
+        for path, rights in (("/", _FS_EXECUTE | _FS_READ_FILE | _FS_READ_DIR), (writable, fs),
+                             ("/dev/null", file_rights)):
+            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            try:
+                rule = struct.pack("=Qi", rights, fd)
+                if _libc.syscall(add_rule, ctypes.c_int(ruleset), ctypes.c_int(_LANDLOCK_RULE_PATH_BENEATH),
+                                 ctypes.c_char_p(rule), ctypes.c_uint32(0)) != 0:
+                    raise OSError(ctypes.get_errno(), f"landlock_add_rule({path}) failed")
+            finally:
+                os.close(fd)
+        if _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(NO_NEW_PRIVS) failed")
+        if _libc.syscall(restrict, ctypes.c_int(ruleset), ctypes.c_uint32(0)) != 0:
+            raise OSError(ctypes.get_errno(), "landlock_restrict_self failed")
+    finally:
+        os.close(ruleset)
+    return {"landlock_abi": abi, "tcp_blocked": bool(net), "signals_scoped": bool(scoped)}
+
+
+def probe_landlock() -> dict:
+    """What restrict_filesystem enforces here ({} when refused), checked in a throwaway child."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_fd)
+        try:
+            report = restrict_filesystem(tempfile.gettempdir(), block_tcp=True)
+            os.write(write_fd, repr(report).encode())
+        except BaseException:  # noqa: BLE001
+            pass
+        os._exit(0)
+    os.close(write_fd)
+    data = b""
+    while chunk := os.read(read_fd, 4096):
+        data += chunk
+    os.close(read_fd)
+    os.waitpid(pid, 0)
+    import ast
+    return ast.literal_eval(data.decode()) if data else {}
+
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def become_subreaper() -> bool:
+    """Orphans of our children (daemons) are re-parented to us, so we can find and kill them."""
+    return _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+
+
+def kill_orphans() -> int:
+    """Kill every child process of ours (re-parented daemons included); returns how many."""
+    me = os.getpid()
+    killed = 0
+    for _ in range(50):  # a daemon may fork while we scan: repeat until none is left
+        found = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            # "pid (comm) state ppid ...": comm may hold spaces and parentheses
+            fields = stat[stat.rfind(b")") + 2:].split()
+            if len(fields) > 1 and int(fields[1]) == me:
+                found.append(int(entry))
+        if not found:
+            break
+        for pid in found:
+            try:
+                os.kill(pid, 9)
+            except OSError:
+                pass
+        for pid in found:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+        killed += len(found)
+    return killed
+
+
+PR_SET_DUMPABLE = 4
+
+
+def set_not_dumpable() -> None:
+    _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)

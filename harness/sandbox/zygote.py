@@ -36,8 +36,11 @@ SAFE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL":
 
 
 class Zygote:
-    def __init__(self, seccomp: bool, file_mb: int, output_cap: int, reply=None, control_fd: int | None = None):
+    def __init__(self, seccomp: bool, file_mb: int, output_cap: int, reply=None, control_fd: int | None = None,
+                 landlock: bool = False, block_tcp: bool = True):
         self.seccomp = seccomp
+        self.landlock = landlock
+        self.block_tcp = block_tcp
         self.file_mb = file_mb
         self.output_cap = output_cap
         self.root = tempfile.mkdtemp(prefix="codea1-zygote-")
@@ -60,6 +63,8 @@ class Zygote:
         tempfile.tempdir = workdir
         cpu = int(job.get("batch_timeout", 60)) + 2
         confine.set_limits(int(job.get("memory_mb", 4096)), cpu, self.file_mb)
+        if self.landlock:
+            confine.restrict_filesystem(workdir, self.block_tcp)
         if self.seccomp:
             confine.install_no_process_filter()
 
@@ -91,7 +96,11 @@ class Zygote:
         self.job_id = str(job.get("job_id"))
         reply = self._supervise(pid, out_r, err_r, res_r, deadline)
         reply["job_id"] = job.get("job_id")
+        if "nonce" in job:  # echoed, so a client can tell this reply belongs to its request
+            reply["nonce"] = job["nonce"]
         reply["wall"] = time.monotonic() - start
+        if not self.seccomp:  # the program could fork: kill what it left behind (we are subreaper)
+            reply["orphans_killed"] = confine.kill_orphans()
         shutil.rmtree(workdir, ignore_errors=True)
         return reply
 
@@ -212,6 +221,7 @@ def main(argv=None) -> int:
     parser.add_argument("--preload", default="", help="comma-separated modules to import once")
     parser.add_argument("--no-network-isolation", action="store_true")
     parser.add_argument("--no-seccomp", action="store_true")
+    parser.add_argument("--no-landlock", action="store_true")
     parser.add_argument("--file-mb", type=int, default=64)
     parser.add_argument("--output-cap", type=int, default=OUTPUT_CAP)
     parser.add_argument("--control-fd", type=int, help="pipe of 'cancel JOB_ID' lines; enables streamed results")
@@ -222,8 +232,13 @@ def main(argv=None) -> int:
     reply = os.fdopen(os.dup(1), "wb")
     os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
     os.environ.update(SAFE_ENV)
+    # Not dumpable: children of another uid cannot open /proc/<zygote>/fd or /mem (Landlock,
+    # where present, refuses it to every child, root included).
+    confine.set_not_dumpable()
     network = "" if args.no_network_isolation else confine.isolate_network()
     seccomp = (not args.no_seccomp) and confine.probe_seccomp()
+    landlock = {} if args.no_landlock else confine.probe_landlock()
+    subreaper = confine.become_subreaper()
     preloaded, failed = [], {}
     for name in filter(None, args.preload.split(",")):
         try:
@@ -233,8 +248,10 @@ def main(argv=None) -> int:
             failed[name] = f"{type(exc).__name__}: {exc}"
     streaming = args.control_fd is not None
     zygote = Zygote(seccomp=seccomp, file_mb=args.file_mb, output_cap=args.output_cap,
-                    reply=reply if streaming else None, control_fd=args.control_fd)
+                    reply=reply if streaming else None, control_fd=args.control_fd,
+                    landlock=bool(landlock), block_tcp=not args.no_network_isolation)
     _reply(reply, {"ready": True, "pid": os.getpid(), "network_isolation": network or "none", "seccomp": seccomp,
+                   "landlock": landlock or "none", "subreaper": subreaper,
                    "preloaded": preloaded, "preload_failed": failed, "uid": os.getuid(),
                    "python": sys.version.split()[0]}, b"")
     # Tests are sent once per problem and kept here decoded; children inherit them by fork.

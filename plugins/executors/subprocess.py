@@ -3,20 +3,28 @@
 Each worker is a zygote (harness.sandbox.zygote) started once; every job runs in a fresh
 forked child with rlimits (address space, CPU time, file size), a seccomp filter refusing
 new processes and exec, a private temporary working directory, a scrubbed environment,
-captured and capped stdout/stderr, and, where the OS allows, no network (a network
-namespace of its own). The zygote kills the child at the job's wall-clock deadline.
+captured and capped stdout/stderr, where the OS allows no network (a network namespace of
+its own) and a Landlock domain (writes only beneath its temporary directory, no signals to
+processes outside it). When seccomp is off (programs that must start processes), the zygote
+is their subreaper and kills whatever they leave behind after each job. The zygote kills the child at the job's wall-clock deadline.
 
 Options (``--executor-opt KEY=VALUE``): ``preload`` (comma-separated modules imported once
 per zygote), ``file_mb`` (largest file the program may write), ``network`` ("isolate" or
-"allow"), ``seccomp`` (true/false).
+"allow"), ``seccomp`` (true/false), ``landlock`` (true/false: where the kernel has Landlock,
+the child may write only beneath its own temporary directory, cannot signal or ptrace
+anything outside its sandbox, and, with ``network=isolate``, cannot bind or connect TCP).
 """
 
 from __future__ import annotations
 
+import os
+import shutil
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterator, Sequence
 
-from harness.execution import Executor, PayloadEncoder, RecordStream, parse_records, sandbox_failure
+from harness.execution import Executor, ExecutorUnavailable, PayloadEncoder, RecordStream, parse_records, sandbox_failure
 from harness.hookspecs import hookimpl
 from harness.records import ExecJob, RawResult
 from harness.sandbox.pool import DEFAULT_PRELOAD, ZygotePool
@@ -28,6 +36,7 @@ class SubprocessOptions:
     file_mb: int = 64
     network: str = "isolate"
     seccomp: bool = True
+    landlock: bool = True
 
     def __post_init__(self):
         if self.network not in ("isolate", "allow"):
@@ -47,14 +56,17 @@ class ZygoteExecutor(Executor):
             args.append("--no-network-isolation")
         if not opts.seccomp:
             args.append("--no-seccomp")
+        if not opts.landlock:
+            args.append("--no-landlock")
         self.pool = ZygotePool(self.workers, prefix=self.prefix(),
                                preload=[m for m in opts.preload.split(",") if m], zygote_args=args)
 
     def prefix(self) -> list[str]:
+        """The command that wraps each zygote (e.g. a sandbox tool); empty runs it directly."""
         return []
 
     def info(self) -> dict:
-        return {"executor": self.name, "workers": self.workers, **self.pool.start()}
+        return {"executor": self.name, "workers": self.workers, "wrapper": self.prefix(), **self.pool.start()}
 
     def run(self, jobs: Sequence[ExecJob], early_stop=None) -> Iterator[RawResult]:
         encode = PayloadEncoder()
@@ -72,6 +84,27 @@ class ZygoteExecutor(Executor):
 
     def close(self) -> None:
         self.pool.close()
+
+
+def find_binary(executor: str, binary: str, package: str) -> str:
+    """The path of a sandbox tool; selecting its executor without it is an error, never a
+    silent fallback to a weaker one."""
+    path = shutil.which(binary)
+    if path is None:
+        raise ExecutorUnavailable(f"executor {executor!r} needs the {binary!r} binary, which is not on PATH "
+                                  f"(Debian/Ubuntu: apt-get install {package})")
+    return path
+
+
+def runtime_paths() -> list[str]:
+    """Paths the zygote's interpreter must read: the Python installation, the virtual
+    environment and every existing sys.path entry (the project itself among them)."""
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable)),
+             str(Path(__file__).resolve().parents[2])}
+    paths.update(p for p in sys.path[1:] if p and os.path.exists(p))  # [0]: the script's dir, as in the pool
+    paths = sorted(os.path.realpath(p) for p in paths)
+    # Drop paths already inside another one: one bind each is enough.
+    return [p for i, p in enumerate(paths) if not any(p.startswith(q.rstrip("/") + "/") for q in paths[:i])]
 
 
 class SubprocessExecutor(ZygoteExecutor):

@@ -1,0 +1,208 @@
+"""Executor ``sandbox-fusion``: one request per candidate program to a Sandbox Fusion service.
+
+Each job (one program with all its tests, the paper's batching) becomes one ``/run_code``
+request made with the ``sandbox-fusion`` client. The code sent is a self-contained copy of
+the zygote (harness.sandbox: zygote, child, confine, plaindata) and the job travels on stdin,
+so inside the service the program runs exactly as it does locally: in a forked child with
+rlimits, seccomp, Landlock and a private directory where the service's kernel allows them,
+its stdout/stderr captured, its results leaving as plain data over a pipe it did not open.
+The reply on the service's stdout must frame exactly: the zygote's ready line, one reply
+header carrying this request's random nonce, then exactly ``result_bytes`` of records.
+Anything else is a protocol violation (a failed verdict), never a pass; the values are
+judged here, in the harness.
+
+Flakiness is handled here, not hidden: ``concurrency`` requests in flight at most; a failed
+request (connection error, timeout, 5xx, SandboxError) is retried up to ``retries`` times
+with exponential back-off from ``backoff`` seconds (the paper: 5 retries, 60 s), and before
+each retry the service's ``/v1/ping`` health check must answer (waiting with back-off too).
+A job that stays unanswered gets an explicit ``sandbox_error`` verdict, which trainers
+turn into a zero-advantage group; it is never scored as a failure.
+
+Options: ``endpoint`` (default: $SANDBOX_FUSION_ENDPOINT), ``concurrency``, ``retries``,
+``backoff``, ``max_backoff``, ``client_timeout`` (seconds to wait for one reply; 0 = the
+job's batch timeout + 30), ``memory_mb_cap`` and ``file_mb``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import secrets
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Sequence
+
+from harness.execution import Executor, ExecutorUnavailable, PayloadEncoder, parse_records, sandbox_failure
+from harness.hookspecs import hookimpl
+from harness.records import ExecJob, RawResult
+
+ENDPOINT_ENV = "SANDBOX_FUSION_ENDPOINT"
+# Sent as the program, in this order; harness.sandbox.child imports only plaindata.
+BUNDLED_MODULES = ("harness.plaindata", "harness.sandbox.confine", "harness.sandbox.child", "harness.sandbox.zygote")
+
+
+@dataclass
+class SandboxFusionOptions:
+    endpoint: str = ""
+    concurrency: int = 8
+    retries: int = 5
+    backoff: float = 60.0
+    max_backoff: float = 600.0
+    client_timeout: float = 0.0
+    run_timeout_slack: float = 10.0
+    file_mb: int = 64
+
+    def __post_init__(self):
+        if self.concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        if self.retries < 0 or self.backoff < 0:
+            raise ValueError("retries and backoff must not be negative")
+
+
+def driver_code() -> str:
+    """The program sent to the service: the zygote and its helpers as source, installed as
+    modules, then the zygote's main reading its one job from stdin."""
+    root = Path(__file__).resolve().parents[2]
+    sources = {name: (root / (name.replace(".", "/") + ".py")).read_text() for name in BUNDLED_MODULES}
+    return (
+        "import sys, types\n"
+        f"SOURCES = {sources!r}\n"
+        "for pkg in ('harness', 'harness.sandbox'):\n"
+        "    mod = types.ModuleType(pkg)\n"
+        "    mod.__path__ = []\n"
+        "    sys.modules[pkg] = mod\n"
+        f"for name in {BUNDLED_MODULES!r}:\n"
+        "    mod = types.ModuleType(name)\n"
+        "    mod.__file__ = '<codea1:' + name + '>'\n"
+        "    sys.modules[name] = mod\n"
+        "    exec(compile(SOURCES[name], mod.__file__, 'exec'), mod.__dict__)\n"
+        "    parent, _, attr = name.rpartition('.')\n"
+        "    setattr(sys.modules[parent], attr, mod)\n"
+        "del SOURCES\n"
+        "sys.exit(sys.modules['harness.sandbox.zygote'].main(sys.argv[1:] or ARGS))\n"
+    )
+
+
+class SandboxFusionExecutor(Executor):
+    name = "sandbox-fusion"
+    description = "one /run_code request per program to a Sandbox Fusion service: retries, back-off, /v1/ping"
+    Options = SandboxFusionOptions
+
+    def __init__(self, options=None, workers=None):
+        super().__init__(options or SandboxFusionOptions(), workers)
+        try:
+            import sandbox_fusion  # noqa: F401 - the documented client; imported only when selected
+        except ImportError as exc:
+            raise ExecutorUnavailable("executor 'sandbox-fusion' needs the sandbox-fusion client: "
+                                      "pip install 'codea1[sandbox-fusion]'") from exc
+        # Every failed attempt is counted and reported by this executor; the client's own
+        # "give up" log lines (one per attempt with max_attempts=1) would only be noise.
+        logging.getLogger("sandbox_fusion.client").setLevel(logging.CRITICAL)
+        self.endpoint = (self.options.endpoint or os.environ.get(ENDPOINT_ENV, "")).rstrip("/")
+        if not self.endpoint:
+            raise ExecutorUnavailable(f"executor 'sandbox-fusion' needs an endpoint: --executor-opt endpoint=URL "
+                                      f"or ${ENDPOINT_ENV}")
+        args = ["--file-mb", str(self.options.file_mb)]
+        self.code = driver_code().replace("sys.argv[1:] or ARGS", f"sys.argv[1:] or {args!r}")
+        self.requests_made = 0
+        self.retried = 0
+
+    def info(self) -> dict:
+        return {"executor": self.name, "endpoint": self.endpoint, "concurrency": self.options.concurrency,
+                "retries": self.options.retries, "backoff": self.options.backoff, "ping": self.ping()}
+
+    def ping(self, timeout: float = 5.0) -> bool:
+        """The service's health check: GET /v1/ping answers "pong"."""
+        try:
+            with urllib.request.urlopen(f"{self.endpoint}/v1/ping", timeout=timeout) as reply:
+                return reply.status == 200 and b"pong" in reply.read(64)
+        except (OSError, urllib.error.URLError, ValueError):
+            return False
+
+    def run(self, jobs: Sequence[ExecJob], early_stop=None) -> Iterator[RawResult]:
+        with ThreadPoolExecutor(self.options.concurrency, thread_name_prefix="sandbox-fusion") as pool:
+            futures = {pool.submit(self._run_one, job): job for job in jobs}
+            for future in as_completed(futures):
+                job = futures[future]
+                try:
+                    yield future.result()
+                except Exception as exc:  # noqa: BLE001 - a bug here must not lose the job
+                    yield sandbox_failure(job, f"sandbox-fusion: {type(exc).__name__}: {exc}")
+
+    def _delay(self, attempt: int) -> float:
+        base = min(self.options.max_backoff, self.options.backoff * (2 ** attempt))
+        return base * (0.5 + random.random() / 2)  # jitter: retries of a busy service spread out
+
+    def _run_one(self, job: ExecJob) -> RawResult:
+        from sandbox_fusion import RunCodeRequest, run_code
+
+        nonce = secrets.token_hex(16)
+        head, _key, tests_json = PayloadEncoder()(job)
+        stdin = head[:-1] + f',"nonce":"{nonce}","tests":{tests_json}}}\n'
+        run_timeout = job.batch_timeout + self.options.run_timeout_slack
+        client_timeout = self.options.client_timeout or job.batch_timeout + 30.0
+        request = RunCodeRequest(code=self.code, language="python", stdin=stdin, run_timeout=run_timeout)
+        errors = []
+        for attempt in range(self.options.retries + 1):
+            if attempt:
+                self.retried += 1
+                self._wait_healthy(attempt)
+            try:
+                self.requests_made += 1
+                response = run_code(request, endpoint=self.endpoint, max_attempts=1, client_timeout=client_timeout)
+            except Exception as exc:  # noqa: BLE001 - the client raises plain Exception for 5xx/SandboxError
+                errors.append(f"{type(exc).__name__}: {str(exc)[:300]}")
+                continue
+            return self._parse(job, response, nonce)
+        return sandbox_failure(job, f"sandbox-fusion: no answer after {len(errors)} attempts: {errors[-1]}")
+
+    def _wait_healthy(self, attempt: int) -> None:
+        """Back off, then wait (backing off again) until /v1/ping answers or the delay budget
+        of this attempt is spent; the request is retried either way."""
+        deadline = time.monotonic() + self._delay(attempt) * 4
+        time.sleep(self._delay(attempt - 1))
+        while not self.ping() and time.monotonic() < deadline:
+            time.sleep(min(self._delay(attempt - 1), max(deadline - time.monotonic(), 0)))
+
+    def _parse(self, job: ExecJob, response, nonce: str) -> RawResult:
+        run = response.run_result
+        if run is None:
+            return sandbox_failure(job, f"sandbox-fusion: no run result ({response.status}: {response.message[:300]})")
+        if str(getattr(run.status, "value", run.status)) == "TimeLimitExceeded":
+            # The zygote inside stops the program at its own deadline, before the service's:
+            # the service killing it means the service was too slow, not the program.
+            return sandbox_failure(job, f"sandbox-fusion: the service's run timeout expired "
+                                        f"(run_timeout {job.batch_timeout + self.options.run_timeout_slack:.0f} s)")
+        out = (run.stdout or "").encode("utf-8", "surrogateescape")
+        try:
+            ready_line, rest = out.split(b"\n", 1)
+            if not json.loads(ready_line).get("ready"):
+                raise ValueError("no ready line")
+            header_line, body = rest.split(b"\n", 1)
+            header = json.loads(header_line)
+            if header.get("nonce") != nonce or header.get("job_id") != job.job_id:
+                raise ValueError("reply header does not belong to this request")
+            size = int(header["result_bytes"])
+            if len(body) != size:
+                raise ValueError(f"{len(body)} result bytes where the header says {size}")
+        except (ValueError, KeyError, TypeError) as exc:
+            if run.return_code not in (0, None) or not out:
+                return sandbox_failure(job, f"sandbox-fusion: the driver failed (exit {run.return_code}): "
+                                            f"{(run.stderr or '')[-500:]}")
+            return parse_records(job, b"", f"protocol: malformed reply from the service ({exc})")
+        exit_reason = str(header.get("exit", ""))
+        if exit_reason.startswith("sandbox:"):
+            return sandbox_failure(job, f"sandbox-fusion: {exit_reason}")
+        return parse_records(job, body, exit_reason, str(header.get("stdout", "")), str(header.get("stderr", "")),
+                             float(header.get("wall", 0.0)))
+
+
+@hookimpl
+def codea1_register_executors(registry):
+    registry.add(SandboxFusionExecutor)
