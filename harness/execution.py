@@ -51,6 +51,7 @@ class Executor:
 
     name = ""
     description = ""
+    streams_results = False  # True: honours early_stop by stopping a settled job
 
     def __init__(self, options=None, workers: int | None = None):
         self.options = options

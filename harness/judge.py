@@ -136,6 +136,17 @@ def judge(task_id: str, sample_index: int, job: ExecJob, raw: RawResult,
             status = "not_run"
         verdict.tests.append(TestVerdict(test.id, status, message, outcome.time))
 
+    if job.fail_fast:
+        # Tests after the first failure are not part of the verdict: how many of them ran
+        # before early stop cancelled the job depends on timing, and verdicts must not.
+        for i, tv in enumerate(verdict.tests):
+            if tv.status == RECHECK:
+                break
+            if tv.status in ("fail", "timeout"):
+                for later in verdict.tests[i + 1:]:
+                    later.status, later.message, later.time = "not_run", "", 0.0
+                break
+
     verdict.n_passed = sum(t.status == "pass" for t in verdict.tests)
     if any(t.status == RECHECK for t in verdict.tests):
         verdict.status = RECHECK

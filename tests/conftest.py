@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ["codea1_leftovers"]  # fails the session if any process outlives it
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("CODEA1_SHARED_DATA", ROOT.parent / "shared" / "data"))
 
@@ -43,3 +45,4 @@ def shared_file(*parts: str) -> Path:
 
 def codea1_command() -> list[str]:
     return [sys.executable, "-m", "harness.cli"]
+

@@ -175,6 +175,7 @@ def _run(job: dict, channel: _Channel) -> None:
         start = time.perf_counter()
         try:
             if test["kind"] == "script":
+                _restore_builtins(pristine_builtins)
                 record = _run_script(test, module, limits[i])
                 record["i"] = i
                 channel.send(record)
@@ -205,6 +206,30 @@ def _run(job: dict, channel: _Channel) -> None:
     channel.send({"done": True})
 
 
+_FRAMEWORK_PACKAGES = {"unittest": ("unittest",), "pytest": ("pytest", "_pytest", "pluggy", "iniconfig")}
+
+
+def _restore_builtins(pristine: dict) -> None:
+    """Undo what the program did to the builtins module (e.g. ``builtins.len = ...``)."""
+    current = builtins.__dict__
+    for name in [k for k in current if k not in pristine]:
+        del current[name]
+    current.update(pristine)
+
+
+def _fresh_framework(framework: str):
+    """A new copy of the test framework, imported after the program loaded, replaces the one
+    in sys.modules: patches the program made to the copy it could reach (``TestCase.
+    assertEqual = ...``, ``_pytest`` internals) do not apply to the copy that runs the tests.
+    (Code that walks the caller's frames during a test can still reach the runner: no
+    in-process runner is tamper-proof. Call tests, judged outside, do not have that gap.)"""
+    family = _FRAMEWORK_PACKAGES[framework]
+    for name in [k for k in sys.modules if k.split(".")[0] in family]:
+        del sys.modules[name]
+    __import__(framework)
+    return sys.modules[framework]
+
+
 def _run_script(test: dict, module: types.ModuleType, limit: float) -> dict:
     if test.get("framework") == "pytest":
         return _run_pytest(test, limit)
@@ -213,9 +238,8 @@ def _run_script(test: dict, module: types.ModuleType, limit: float) -> dict:
 
 def _run_unittest(test: dict, module: types.ModuleType, limit: float) -> dict:
     """BigCodeBench style: the TestCases class is executed in the solution's own namespace."""
-    import unittest
-
     start = time.perf_counter()
+    unittest = _fresh_framework("unittest")
     try:
         exec(compile(test["script"], "test_solution.py", "exec"), module.__dict__)
         cases = module.__dict__.get("TestCases")
@@ -259,8 +283,7 @@ def _run_pytest(test: dict, limit: float) -> dict:
     with open("test_solution.py", "w") as fh:
         fh.write(test["script"])
     try:
-        import pytest
-
+        pytest = _fresh_framework("pytest")
         args = ["-q", "-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:randomly",
                 "--rootdir", os.getcwd(), "-o", "addopts=", "test_solution.py"]
         _timed(limit, pytest.main, args, [Collector()])

@@ -57,7 +57,7 @@ def parse_inner_options(text: str) -> dict[str, str]:
     pairs = [p for p in text.split(";") if p.strip()]
     bad = [p for p in pairs if "=" not in p]
     if bad:
-        raise ValueError(f"inner_options {bad[0]!r}: expected key=value")
+        raise ValueError(f"executor 'ray': inner_options {bad[0]!r}: expected key=value;key=value")
     return dict(p.split("=", 1) for p in pairs)
 
 

@@ -47,6 +47,7 @@ class ZygoteExecutor(Executor):
     """Shared by executors that confine a whole zygote: subclasses supply ``prefix()``."""
 
     Options = SubprocessOptions
+    streams_results = True
 
     def __init__(self, options=None, workers=None):
         super().__init__(options or self.Options(), workers)

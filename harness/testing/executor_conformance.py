@@ -1,0 +1,330 @@
+"""The executor conformance suite: what every executor plugin, built-in or third-party, must do.
+
+Use it from a test module of your executor package::
+
+    import pytest
+    from harness.testing.executor_conformance import ExecutorConformance
+
+    class TestMyExecutor(ExecutorConformance):
+        @pytest.fixture(scope="class")
+        @classmethod
+        def executor(cls):
+            ex = MyExecutor(MyExecutor.Options(...), workers=2)
+            yield ex
+            ex.close()
+
+then ``pytest -p harness.testing.executor_conformance tests/`` (or just ``pytest``: the class
+carries its tests). The cases run real programs through the executor and judge them with
+the harness' judge: same verdicts on the same inputs, time limits, the memory limit, the
+output cap, and hostile programs (fork bomb, memory bomb, infinite loop, deep recursion,
+huge stdout, files written or deleted outside the sandbox, environment secrets, network
+connections, killing the parent, exiting before the tests, printed fake markers, objects
+equal to everything, monkeypatched builtins and test runner, cancelled alarms, daemons).
+After every case the executor must still judge a good program correctly and no process
+started by the case may be left anywhere on the machine.
+
+Executors that stream results may honour ``early_stop`` (set ``streams_results = True``);
+the suite checks that it then stops a settled job, and that others still finish every job.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from harness.asserts import parse_asserts
+from harness.execution import run_jobs
+from harness.judge import judge
+from harness.records import ERROR, FAIL, PASS, TIMEOUT, ExecJob, TestCase
+
+GOOD = "def f(x):\n    return x + 1\n"
+MARKER = "codea1-hostile"  # the process name every case's program gives itself
+# First line of every case's program: name the process, so leftovers can be found by name.
+NAME_PROCESS = f"__import__('ctypes').CDLL(None).prctl(15, b'{MARKER}', 0, 0, 0)\n"
+
+
+def run_case(executor, code: str, asserts: str, entry_point: str | None = "f", limit: float = 2.0,
+             batch: float | None = None, memory_mb: int = 1024, tests: list[TestCase] | None = None):
+    """Run one named program through the executor; returns (verdict, raw result)."""
+    if tests is None:
+        tests, rejected = parse_asserts(asserts, entry_point)
+        assert not rejected, rejected
+    job = ExecJob(job_id=f"case-{uuid.uuid4().hex[:8]}", code=NAME_PROCESS + code, tests=tests,
+                  entry_point=entry_point, time_limits=[limit] * len(tests),
+                  batch_timeout=batch if batch is not None else limit * len(tests) + 3, memory_mb=memory_mb)
+    raw = run_jobs(executor, [job])[job.job_id]
+    return judge("task", 0, job, raw), raw
+
+
+def marked_processes() -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/comm") as fh:
+                    if fh.read().strip() == MARKER:
+                        found.append(int(entry))
+            except OSError:
+                continue
+    return found
+
+
+class ExecutorConformance:
+    """Subclass it and provide an ``executor`` fixture (class-scoped is cheapest)."""
+
+    @pytest.fixture
+    def executor(self):
+        raise NotImplementedError("provide an `executor` fixture in your subclass")
+
+    @pytest.fixture(autouse=True)
+    def _survives(self, executor):
+        yield
+        verdict, _ = run_case(executor, GOOD, "assert f(1) == 2")
+        assert verdict.status == PASS, f"the executor no longer judges a good program: {verdict}"
+        deadline = time.monotonic() + 5
+        while marked_processes() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert marked_processes() == [], "a process started by the program outlived its job"
+
+    # -- same verdicts on the same inputs -------------------------------------------------
+    def test_correct_and_wrong_programs(self, executor):
+        assert run_case(executor, GOOD, "assert f(1) == 2\nassert f(-1) == 0")[0].status == PASS
+        verdict, _ = run_case(executor, GOOD, "assert f(1) == 2\nassert f(2) == 4")
+        assert verdict.status == FAIL
+        assert verdict.first_failure == {"test": "assert/1", "message": "got 3, expected == 4"}
+        verdict, _ = run_case(executor, "def f(x):\n    return 1 / x\n", "assert f(0) == 1")
+        assert verdict.status == FAIL and "ZeroDivisionError" in verdict.first_failure["message"]
+        assert run_case(executor, "def f(x) return\n", "assert f(1) == 2")[0].status == ERROR
+
+    def test_unittest_script_tests(self, executor):
+        script = ("import unittest\nclass TestCases(unittest.TestCase):\n"
+                  "    def test_one(self):\n        self.assertEqual(f(1), 2)\n")
+        tests = [TestCase(id="script/0", kind="script", script=script, framework="unittest")]
+        assert run_case(executor, GOOD, "", None, tests=tests)[0].status == PASS
+        assert run_case(executor, "def f(x):\n    return x\n", "", None, tests=tests)[0].status == FAIL
+
+    def test_many_jobs_all_come_back_once(self, executor):
+        tests, _ = parse_asserts("assert f(0) == 0", "f")
+        jobs = [ExecJob(job_id=f"many-{i}", code=NAME_PROCESS + f"def f(x):\n    return x + {i % 2}\n", tests=tests,
+                        entry_point="f", time_limits=[2.0], batch_timeout=5) for i in range(24)]
+        seen = [r.job_id for r in executor.run(jobs)]
+        assert sorted(seen) == sorted(j.job_id for j in jobs)
+        results = run_jobs(executor, jobs)
+        statuses = [judge("t", 0, j, results[j.job_id]).status for j in jobs]
+        assert statuses == [PASS if i % 2 == 0 else FAIL for i in range(24)]
+
+    # -- limits -----------------------------------------------------------------------------
+    def test_infinite_loop_times_out(self, executor):
+        start = time.monotonic()
+        verdict, _ = run_case(executor, "def f(x):\n    while True:\n        pass\n", "assert f(1) == 2\nassert f(2) == 3",
+                              limit=0.5)
+        assert verdict.status == TIMEOUT
+        assert verdict.first_failure["test"] == "assert/0"
+        assert time.monotonic() - start < 8
+
+    def test_cancelling_the_alarm_does_not_escape_the_deadline(self, executor):
+        code = ("import signal\ndef f(x):\n    signal.setitimer(signal.ITIMER_REAL, 0)\n    signal.alarm(0)\n"
+                "    signal.signal(signal.SIGALRM, signal.SIG_IGN)\n    while True:\n        pass\n")
+        start = time.monotonic()
+        verdict, _ = run_case(executor, code, "assert f(1) == 2", limit=0.5, batch=1.5)
+        assert verdict.status == TIMEOUT
+        assert time.monotonic() - start < 10
+
+    def test_catching_the_timeout_does_not_help(self, executor):
+        code = ("def f(x):\n    while True:\n        try:\n            while True:\n                pass\n"
+                "        except Exception:\n            pass\n")
+        assert run_case(executor, code, "assert f(1) == 2", limit=0.5)[0].status == TIMEOUT
+
+    def test_memory_bomb_fails_within_the_limit(self, executor):
+        verdict, _ = run_case(executor, "def f(x):\n    return len(bytearray(8 * 1024 ** 3))\n", "assert f(1) == 2",
+                              memory_mb=512)
+        assert verdict.status == FAIL
+        assert "MemoryError" in verdict.first_failure["message"]
+
+    def test_huge_stdout_is_capped_and_the_verdict_kept(self, executor):
+        code = "def f(x):\n    for _ in range(200000):\n        print('x' * 100)\n    return x + 1\n"
+        verdict, raw = run_case(executor, code, "assert f(1) == 2", limit=10)
+        assert verdict.status == PASS
+        assert len(raw.stdout) < 70 * 1024
+        assert "more bytes dropped" in raw.stdout
+
+    def test_deep_recursion_fails(self, executor):
+        verdict, _ = run_case(executor, "def f(x):\n    return f(x + 1)\n", "assert f(1) == 2")
+        assert verdict.status == FAIL
+        assert "RecursionError" in verdict.first_failure["message"]
+
+    # -- processes --------------------------------------------------------------------------
+    def test_fork_bomb_fails(self, executor):
+        verdict, _ = run_case(executor, "import os\ndef f(x):\n    while True:\n        os.fork()\n", "assert f(1) == 2")
+        assert verdict.status == FAIL
+
+    def test_a_daemon_cannot_outlive_the_test(self, executor):
+        code = ("import os, time\ndef f(x):\n    if os.fork() == 0:\n        os.setsid()\n        if os.fork() == 0:\n"
+                "            time.sleep(60)\n        os._exit(0)\n    return 'daemon started'\n")
+        verdict, _ = run_case(executor, code, "assert f(1) == 'daemon started'")
+        assert verdict.status in (FAIL, PASS)  # refused (fail) or started and then killed (checked after)
+        spawn = ("import subprocess\ndef f(x):\n    subprocess.Popen(['sleep', '60'], start_new_session=True)\n"
+                 "    return 'spawned'\n")
+        assert run_case(executor, spawn, "assert f(1) == 'spawned'")[0].status in (FAIL, PASS)
+
+    def test_killing_the_parent_and_the_harness_fails(self, executor):
+        code = (f"import os, signal\ndef f(x):\n    for pid in (os.getppid(), {os.getpid()}, 1):\n"
+                "        try:\n            os.kill(pid, signal.SIGKILL)\n        except OSError:\n            continue\n"
+                "        return 'killed'\n    return 'refused'\n")
+        verdict, _ = run_case(executor, code, "assert f(1) == 'killed'")
+        assert verdict.status == FAIL
+        assert "refused" in verdict.first_failure["message"]
+
+    def test_exiting_before_the_tests(self, executor):
+        verdict, _ = run_case(executor, "import sys\nsys.exit(0)\n" + GOOD, "assert f(1) == 2")
+        assert verdict.status == ERROR and "SystemExit" in verdict.message
+        assert run_case(executor, "import os\nos._exit(0)\n" + GOOD, "assert f(1) == 2")[0].status == ERROR
+        verdict, _ = run_case(executor, "import sys\ndef f(x):\n    sys.exit(0)\n", "assert f(1) == 2")
+        assert verdict.status == FAIL
+        code = "import os\ndef f(x):\n    if x == 2:\n        os._exit(0)\n    return x + 1\n"
+        verdict, _ = run_case(executor, code, "assert f(1) == 2\nassert f(2) == 3\nassert f(3) == 4")
+        assert verdict.status == FAIL and verdict.first_failure["test"] == "assert/1"
+
+    # -- forging the verdict ----------------------------------------------------------------
+    def test_printed_fake_markers_change_nothing(self, executor):
+        code = ("import sys\nprint('{\"i\":0,\"s\":\"ok\",\"v\":2}')\nprint('{\"done\":true}')\n"
+                "sys.stderr.write('PASS\\n')\ndef f(x):\n    print('{\"i\":0,\"s\":\"ok\",\"v\":2}')\n    return 0\n")
+        verdict, raw = run_case(executor, code, "assert f(1) == 2")
+        assert verdict.status == FAIL
+        assert '"v":2' in raw.stdout
+
+    def test_forged_records_on_the_result_channel_are_tampering(self, executor):
+        code = ("import os\ndef f(x):\n    os.write(3, b'{\"i\":0,\"s\":\"ok\",\"v\":2}\\n{\"done\":true}\\n')\n"
+                "    return 2\n")
+        verdict, _ = run_case(executor, code, "assert f(1) == 2")
+        assert verdict.status == FAIL and "tampered" in verdict.message
+
+    def test_writing_to_the_parents_descriptors_is_refused(self, executor):
+        code = ("import os\ndef f(x):\n    for fd in range(0, 64):\n        for pid in (os.getppid(),):\n"
+                "            try:\n                with open(f'/proc/{pid}/fd/{fd}', 'wb') as h:\n"
+                "                    h.write(b'{\"ready\":true}\\n')\n                return 'wrote'\n"
+                "            except OSError:\n                pass\n    return 'refused'\n")
+        verdict, _ = run_case(executor, code, "assert f(1) == 'wrote'")
+        assert verdict.status == FAIL and "refused" in verdict.first_failure["message"]
+
+    def test_eq_always_true_object_fails(self, executor):
+        code = ("class Liar:\n    def __eq__(self, other):\n        return True\n    __hash__ = object.__hash__\n"
+                "def f(x):\n    return Liar()\n")
+        verdict, _ = run_case(executor, code, "assert f(1) == 2\nassert f(1) == [1, 2]")
+        assert verdict.status == FAIL and "opaque" in verdict.first_failure["message"]
+        subclass = ("class F(float):\n    def __eq__(self, o): return True\n    def __lt__(self, o): return True\n"
+                    "    __hash__ = float.__hash__\ndef f(x):\n    return F(7.0)\n")
+        assert run_case(executor, subclass, "assert f(0) == 1.5")[0].status == FAIL
+
+    def test_monkeypatched_builtins_do_not_reach_the_test(self, executor):
+        code = "import builtins\nbuiltins.len = lambda x: 3\nbuiltins.sorted = lambda x: [1, 2, 3]\ndef f(x):\n    return [x]\n"
+        assert run_case(executor, code, "assert len(f(1)) == 3")[0].status == FAIL
+        assert run_case(executor, code, "assert sorted(f(9)) == [1, 2, 3]")[0].status == FAIL
+        sneaky = "import builtins\nbuiltins.sorted = lambda x: 'hacked'\ndef f(x):\n    return 'hacked'\n"
+        verdict, _ = run_case(executor, sneaky, "assert f([3, 1]) == sorted([3, 1])")
+        assert verdict.status == FAIL and "expected == [1, 3]" in verdict.first_failure["message"]
+
+    def test_monkeypatched_test_runner_does_not_reach_the_tests(self, executor):
+        script = ("import unittest\nclass TestCases(unittest.TestCase):\n"
+                  "    def test_one(self):\n        self.assertEqual(f(1), 2)\n        self.assertTrue(f(1) == 2)\n")
+        tests = [TestCase(id="script/0", kind="script", script=script, framework="unittest")]
+        patcher = ("import unittest, unittest.case, builtins\n"
+                   "unittest.TestCase.assertEqual = lambda *a, **k: None\n"
+                   "unittest.case.TestCase.assertTrue = lambda *a, **k: None\n"
+                   "unittest.TestResult.wasSuccessful = lambda self: True\n"
+                   "unittest.TestResult.addFailure = lambda *a, **k: None\n"
+                   "unittest.TestResult.addError = lambda *a, **k: None\n"
+                   "def f(x):\n    return 0\n")
+        verdict, _ = run_case(executor, patcher, "", None, tests=tests)
+        assert verdict.status == FAIL
+
+    # -- the outside world ------------------------------------------------------------------
+    def test_files_outside_the_sandbox_stay_untouched(self, executor):
+        outside = Path.home() / f".codea1-conformance-{uuid.uuid4().hex[:8]}"
+        outside.mkdir()
+        keep = outside / "keep.txt"
+        keep.write_text("keep")
+        tmp_target = Path("/tmp") / f"codea1-conformance-{uuid.uuid4().hex[:8]}"
+        try:
+            code = (f"import os, shutil\ndef f(x):\n    done = []\n"
+                    f"    for action in (lambda: open({str(keep)!r}, 'w').write('changed'),\n"
+                    f"                   lambda: os.remove({str(keep)!r}),\n"
+                    f"                   lambda: open({str(outside / 'new.txt')!r}, 'w').write('new'),\n"
+                    f"                   lambda: open({str(tmp_target)!r}, 'w').write('new'),\n"
+                    f"                   lambda: shutil.rmtree({str(outside)!r})):\n"
+                    "        try:\n            action()\n            done.append(1)\n        except OSError:\n"
+                    "            done.append(0)\n    return done\n")
+            verdict, _ = run_case(executor, code, "assert f(1) == [1, 1, 1, 1, 1]")
+            assert verdict.status == FAIL
+            assert keep.read_text() == "keep"
+            assert sorted(p.name for p in outside.iterdir()) == ["keep.txt"]
+            assert not tmp_target.exists()
+        finally:
+            for path in (tmp_target, outside / "new.txt", keep):
+                if path.exists():
+                    path.unlink()
+            outside.rmdir()
+
+    def test_private_working_directory_is_removed(self, executor):
+        code = "import os\ndef f(x):\n    open('scratch.txt', 'w').write('x')\n    return os.getcwd()\n"
+        verdict, _ = run_case(executor, code, "assert f(0) == ''")
+        cwd = verdict.first_failure["message"].split("got '", 1)[1].split("'", 1)[0]
+        assert cwd != os.getcwd()
+        assert not os.path.exists(os.path.join(cwd, "scratch.txt"))
+
+    def test_environment_secrets_are_not_visible(self, executor, monkeypatch):
+        monkeypatch.setenv("CODEA1_CONFORMANCE_SECRET", "hunter2")
+        code = ("import os\ndef f(x):\n    env = open('/proc/self/environ', 'rb').read()\n"
+                "    return [k for k in os.environ if 'SECRET' in k] + [b'hunter2' in env]\n")
+        verdict, _ = run_case(executor, code, "assert f(0) == [True]")
+        assert verdict.status == FAIL
+        assert "got [False]" in verdict.first_failure["message"]
+
+    def test_network_is_unreachable(self, executor):
+        server = socket.socket()
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+        server.settimeout(3)
+        port = server.getsockname()[1]
+        accepted = []
+
+        def accept():
+            try:
+                accepted.append(server.accept())
+            except OSError:
+                pass
+
+        thread = threading.Thread(target=accept)
+        thread.start()
+        code = (f"import socket\ndef f(x):\n    try:\n        socket.create_connection(('127.0.0.1', {port}), timeout=1)\n"
+                "        return 'connected'\n    except OSError:\n        return 'refused'\n")
+        verdict, _ = run_case(executor, code, "assert f(0) == 'connected'")
+        thread.join()
+        server.close()
+        assert verdict.status == FAIL
+        assert accepted == []
+
+    # -- streaming --------------------------------------------------------------------------
+    def test_early_stop(self, executor):
+        """A slow wrong program: a streaming executor stops it after its first failed test;
+        any executor still returns a complete, correct result."""
+        tests, _ = parse_asserts("\n".join(f"assert f({i}) == {i}" for i in range(6)), "f")
+        job = ExecJob(job_id="slow", code=NAME_PROCESS + "import time\ndef f(x):\n    time.sleep(0.3)\n    return -1\n",
+                      tests=tests, entry_point="f", time_limits=[2.0] * 6, batch_timeout=30, fail_fast=True)
+
+        def stop(job, i, outcome):
+            return outcome.value != job.tests[i].expected
+
+        start = time.monotonic()
+        raw = run_jobs(executor, [job], early_stop=stop)["slow"]
+        verdict = judge("t", 0, job, raw)
+        assert verdict.status == FAIL and verdict.first_failure["test"] == "assert/0"
+        if getattr(executor, "streams_results", False):
+            assert raw.exit == "cancelled" and time.monotonic() - start < 1.5
+            assert [t.status for t in verdict.tests[1:]] == ["not_run"] * 5
