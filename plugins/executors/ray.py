@@ -18,7 +18,8 @@ left running. Early stop is not available here: results cross the network a batc
 Options: ``address``, ``inner``, ``inner_options`` ("key=value;key=value"), ``actors`` (0 =
 the ``--workers`` count), ``inner_workers`` (zygotes per actor), ``batch_size``,
 ``max_in_flight`` (0 = one per actor), ``max_retries``, ``num_cpus`` (per actor),
-``object_store_mb`` (local instance only; 0 = Ray's default).
+``object_store_mb`` (local instance only; 0 = Ray's default), ``startup_timeout`` (seconds
+for the actors to be placed before selecting the executor fails).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ class RayOptions:
     max_retries: int = 3
     num_cpus: float = 1.0
     object_store_mb: int = 0
+    startup_timeout: float = 120.0
 
     def __post_init__(self):
         if self.inner == "ray":
@@ -108,10 +110,20 @@ class RayExecutor(Executor):
             self.started_ray = True
         self.n_actors = opts.actors or self.workers
         self.max_in_flight = opts.max_in_flight or self.n_actors
-        self._actor_cls = ray.remote(num_cpus=opts.num_cpus, max_restarts=0)(BatchWorker)
+        # max_concurrency 2: describe() answers while a batch runs (one batch per actor at a time).
+        self._actor_cls = ray.remote(num_cpus=opts.num_cpus, max_restarts=0, max_concurrency=2)(BatchWorker)
         self.actors = [self._new_actor() for _ in range(self.n_actors)]
+        try:  # fail clearly, not hang, when the cluster cannot place the actors
+            self.described = ray.get([a.describe.remote() for a in self.actors], timeout=opts.startup_timeout)
+        except ray.exceptions.GetTimeoutError:
+            free = ray.available_resources()
+            self.close(graceful=False)
+            raise ExecutorUnavailable(
+                f"executor 'ray': {self.n_actors} actors needing {opts.num_cpus} CPU each were not placed within "
+                f"{opts.startup_timeout:.0f} s (available now: {free}); lower actors/num_cpus or add nodes") from None
         self.worker_deaths = 0
         self.batches_retried = 0
+        self.peak_in_flight = 0
 
     def _new_actor(self):
         return self._actor_cls.remote(self.options.inner, self.inner_options, self.options.inner_workers)
@@ -136,6 +148,7 @@ class RayExecutor(Executor):
                 attempt, batch = queue.popleft()
                 slot = idle.popleft()
                 in_flight[self.actors[slot].run_batch.remote(batch)] = (slot, attempt, batch)
+                self.peak_in_flight = max(self.peak_in_flight, len(in_flight))
             (ref,), _ = ray.wait(list(in_flight), num_returns=1)
             slot, attempt, batch = in_flight.pop(ref)
             try:
@@ -159,10 +172,11 @@ class RayExecutor(Executor):
             idle.append(slot)
             yield from results
 
-    def close(self) -> None:
+    def close(self, graceful: bool = True) -> None:
         # Close each inner executor (its zygotes) before the actor process goes.
         try:
-            self.ray.get([a.shutdown.remote() for a in self.actors], timeout=30)
+            if graceful:
+                self.ray.get([a.shutdown.remote() for a in self.actors], timeout=30)
         except Exception:  # noqa: BLE001 - a dead actor has nothing left to close
             pass
         for actor in self.actors:

@@ -25,3 +25,9 @@ def test_every_hook_is_used_by_a_test():
     tests = "".join(p.read_text() for p in (ROOT / "tests").rglob("*.py") if p.name != "test_hooks_meta.py")
     missing = [h for h in HOOKS if not re.search(rf"\b{h}\b", tests)]
     assert not missing, f"hooks without a test: {missing}"
+
+
+def test_every_builtin_executor_runs_the_conformance_suite(plugins):
+    suite = (ROOT / "tests" / "plugins" / "executors" / "test_conformance.py").read_text()
+    missing = [name for name in plugins.executors.names() if f'make(plugins, "{name}"' not in suite]
+    assert not missing, f"executors without a conformance class: {missing}"

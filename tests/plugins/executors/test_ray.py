@@ -1,0 +1,120 @@
+"""The ray executor on a real local Ray instance and on a real cluster started with `ray start`
+on loopback: dead workers' batches are retried with nothing lost or counted twice, and the
+number of batches in flight stays bounded."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from harness.asserts import parse_asserts
+from harness.judge import judge
+from harness.records import FAIL, PASS, ExecJob
+
+ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'codea1[ray]')")
+pytestmark = pytest.mark.xdist_group("ray")
+
+
+def slow_jobs(n: int, seconds: float = 0.2) -> list[ExecJob]:
+    tests, _ = parse_asserts("assert f(1) == 2", "f")
+    return [ExecJob(job_id=f"j{i}", code=f"import time\ndef f(x):\n    time.sleep({seconds})\n    return x + {i % 2}\n",
+                    tests=tests, entry_point="f", time_limits=[5.0], batch_timeout=10) for i in range(n)]
+
+
+@pytest.fixture
+def executor(plugins):
+    ex = plugins.executors.create("ray", {"batch_size": "2", "object_store_mb": "100", "max_retries": "2"}, workers=2)
+    yield ex
+    ex.close()
+
+
+def test_a_killed_worker_loses_nothing_and_counts_nothing_twice(executor):
+    jobs = slow_jobs(16)
+    deaths = executor.worker_deaths
+    victim = executor.actor_pids()[0]
+    seen = []
+    for result in executor.run(jobs):
+        seen.append(result)
+        if len(seen) == 2:
+            os.kill(victim, signal.SIGKILL)  # a node lost mid-run, with a batch in its hands
+    assert executor.worker_deaths == deaths + 1
+    assert Counter(r.job_id for r in seen) == Counter(j.job_id for j in jobs)
+    by_id = {r.job_id: r for r in seen}
+    statuses = [judge("t", 0, j, by_id[j.job_id]).status for j in jobs]
+    assert statuses == [FAIL if i % 2 == 0 else PASS for i in range(16)]
+
+
+def test_a_batch_whose_workers_keep_dying_ends_as_sandbox_errors(plugins):
+    ex = plugins.executors.create("ray", {"batch_size": "4", "max_retries": "1", "actors": "1"}, workers=1)
+    results = []
+    try:
+        jobs = slow_jobs(4, seconds=3)
+        consumer = threading.Thread(target=lambda: results.extend(ex.run(jobs)))
+        consumer.start()
+        for _ in range(2):  # kill each worker that takes the batch: the first try and the retry
+            time.sleep(1.5)
+            os.kill(ex.actor_pids()[0], signal.SIGKILL)
+        consumer.join(timeout=60)
+    finally:
+        ex.close()
+    assert sorted(r.job_id for r in results) == sorted(j.job_id for j in jobs)
+    assert all(r.sandbox_error and "worker died 2 times" in r.sandbox_error for r in results)
+    assert ex.worker_deaths == 2 and ex.batches_retried == 1
+
+
+def test_an_unplaceable_executor_fails_clearly(plugins):
+    from harness.execution import ExecutorUnavailable
+
+    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)  # a cluster too small for the actor
+    try:
+        with pytest.raises(ExecutorUnavailable, match="were not placed within"):
+            plugins.executors.create("ray", {"num_cpus": "2", "actors": "1", "startup_timeout": "3"}, workers=1)
+        assert ray.is_initialized()  # not started by the executor: left running for its owner
+    finally:
+        ray.shutdown()
+
+
+def test_in_flight_batches_are_bounded(plugins):
+    ex = plugins.executors.create("ray", {"batch_size": "1", "max_in_flight": "1"}, workers=2)
+    try:
+        start = time.monotonic()
+        results = list(ex.run(slow_jobs(4, seconds=0.3)))
+        elapsed = time.monotonic() - start
+    finally:
+        ex.close()
+    assert len(results) == 4 and ex.peak_in_flight == 1
+    assert elapsed >= 4 * 0.3  # one batch at a time although two actors were idle
+
+
+def test_joins_a_running_cluster_by_address(plugins, monkeypatch):
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")  # the same for the cluster and this driver
+    temp_dir = tempfile.mkdtemp(prefix="ray-", dir="/tmp")  # short: Ray's unix sockets live there
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "PYTHONPATH": str(Path(__file__).resolve().parents[3])}
+    ray_cli = [sys.executable, "-c", "from ray.scripts.scripts import main; main()"]
+    port = "6389"
+    subprocess.run([*ray_cli, "start", "--head", f"--port={port}", "--num-cpus=2", "--include-dashboard=false",
+                    "--node-ip-address=127.0.0.1", f"--temp-dir={temp_dir}"], check=True, env=env,
+                   capture_output=True, timeout=120)
+    try:
+        ex = plugins.executors.create("ray", {"address": f"127.0.0.1:{port}", "batch_size": "2"}, workers=2)
+        try:
+            assert ex.info()["ray_address"] == f"127.0.0.1:{port}"
+            results = {r.job_id: r for r in ex.run(slow_jobs(4, seconds=0.05))}
+            jobs = slow_jobs(4, seconds=0.05)
+            assert [judge("t", 0, j, results[j.job_id]).status for j in jobs] == [FAIL, PASS, FAIL, PASS]
+        finally:
+            ex.close()
+        assert not ray.is_initialized()
+    finally:
+        subprocess.run([*ray_cli, "stop", "--force"], env=env, capture_output=True, timeout=120)
+        shutil.rmtree(temp_dir, ignore_errors=True)

@@ -1,0 +1,48 @@
+"""What firejail and bubblewrap add over the subprocess executor: the home directory and
+/tmp are hidden, and a missing binary is a clear error, never a silent fallback."""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from pathlib import Path
+
+import pytest
+from codea1_testkit import run_code
+
+from harness.execution import ExecutorUnavailable
+from harness.records import FAIL, PASS
+
+WRAPPERS = [("firejail", "firejail"), ("bubblewrap", "bwrap")]
+
+
+@pytest.mark.parametrize("name,binary", WRAPPERS)
+def test_a_missing_binary_fails_the_selection(plugins, monkeypatch, tmp_path, name, binary):
+    monkeypatch.setenv("PATH", str(tmp_path))  # nothing on PATH
+    with pytest.raises(ExecutorUnavailable, match=f"needs the '{binary}' binary.*apt-get install"):
+        plugins.executors.create(name, {})
+
+
+@pytest.mark.parametrize("name,binary", WRAPPERS)
+def test_home_and_tmp_files_are_hidden(plugins, name, binary):
+    if shutil.which(binary) is None:
+        pytest.skip(f"{binary} is not installed (apt-get install {name})")
+    secrets = [Path.home() / f".codea1-secret-{uuid.uuid4().hex[:8]}", Path("/tmp") / f"codea1-secret-{uuid.uuid4().hex[:8]}"]
+    for path in secrets:
+        path.write_text("hunter2")
+    code = ("def f(x):\n    seen = []\n"
+            f"    for path in {[str(p) for p in secrets]!r}:\n"
+            "        try:\n            seen.append(open(path).read())\n        except OSError:\n            seen.append(None)\n"
+            "    return seen\n")
+    try:
+        plain = plugins.executors.create("subprocess", {}, workers=1)
+        wrapped = plugins.executors.create(name, {}, workers=1)
+        with plain, wrapped:
+            # The subprocess executor reads anything the user can (Landlock restricts writes only).
+            assert run_code(plain, code, "assert f(0) == ['hunter2', 'hunter2']", "f")[0].status == PASS
+            verdict, _ = run_code(wrapped, code, "assert f(0) == [None, None]", "f")
+            assert verdict.status == PASS, verdict.message
+            assert run_code(wrapped, "def f(x):\n    return x + 1\n", "assert f(1) == 3", "f")[0].status == FAIL
+    finally:
+        for path in secrets:
+            path.unlink()
