@@ -4,6 +4,7 @@ number of batches in flight stays bounded."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -16,6 +17,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from conftest import codea1_command
 
 from harness.asserts import parse_asserts
 from harness.judge import judge
@@ -96,25 +98,31 @@ def test_in_flight_batches_are_bounded(plugins):
     assert elapsed >= 4 * 0.3  # one batch at a time although two actors were idle
 
 
-def test_joins_a_running_cluster_by_address(plugins, monkeypatch):
-    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")  # the same for the cluster and this driver
+def test_codea1_evaluate_joins_a_running_cluster_by_address(tmp_path):
+    """`ray start --head` on loopback, then the real command with address=...: the driver is
+    its own process, as on a cluster (Ray does not support joining a second cluster from a
+    process that already ran one)."""
     temp_dir = tempfile.mkdtemp(prefix="ray-", dir="/tmp")  # short: Ray's unix sockets live there
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "PYTHONPATH": str(Path(__file__).resolve().parents[3])}
+    root = Path(__file__).resolve().parents[3]
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled", "PYTHONPATH": str(root)}
     ray_cli = [sys.executable, "-c", "from ray.scripts.scripts import main; main()"]
     port = "6389"
     subprocess.run([*ray_cli, "start", "--head", f"--port={port}", "--num-cpus=2", "--include-dashboard=false",
                     "--node-ip-address=127.0.0.1", f"--temp-dir={temp_dir}"], check=True, env=env,
                    capture_output=True, timeout=120)
     try:
-        ex = plugins.executors.create("ray", {"address": f"127.0.0.1:{port}", "batch_size": "2"}, workers=2)
-        try:
-            assert ex.info()["ray_address"] == f"127.0.0.1:{port}"
-            results = {r.job_id: r for r in ex.run(slow_jobs(4, seconds=0.05))}
-            jobs = slow_jobs(4, seconds=0.05)
-            assert [judge("t", 0, j, results[j.job_id]).status for j in jobs] == [FAIL, PASS, FAIL, PASS]
-        finally:
-            ex.close()
-        assert not ray.is_initialized()
+        run = subprocess.run([*codea1_command(), "evaluate", "--benchmark", "demo", "--executor", "ray",
+                              "--executor-opt", f"address=127.0.0.1:{port}", "--executor-opt", "batch_size=3",
+                              "--out", str(tmp_path / "run"), "--no-progress"],
+                             env=env, cwd=root, capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, run.stderr[-3000:]
+        environment = json.loads((tmp_path / "run" / "environment.json").read_text())
+        assert environment["executor"]["ray_address"] == f"127.0.0.1:{port}"
+        results = json.loads((tmp_path / "run" / "results.json").read_text())
+        local = subprocess.run([*codea1_command(), "evaluate", "--benchmark", "demo", "--out", str(tmp_path / "local"),
+                                "--no-progress"], env=env, cwd=root, capture_output=True, text=True, timeout=300)
+        assert local.returncode == 0, local.stderr[-3000:]
+        assert results["metrics"] == json.loads((tmp_path / "local" / "results.json").read_text())["metrics"]
     finally:
         subprocess.run([*ray_cli, "stop", "--force"], env=env, capture_output=True, timeout=120)
         shutil.rmtree(temp_dir, ignore_errors=True)
