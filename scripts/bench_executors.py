@@ -115,7 +115,9 @@ def main() -> int:
     print(f"\n{'executor':16} {'whole s':>8} {'stage s':>8} {'tests/s':>10} {'x subprocess':>13} {'verdict diffs':>14}")
     for name, whole, stage, rate, ratio, diff in rows:
         print(f"{name:16} {whole:8.1f} {stage:8.1f} {rate:10.0f} {ratio:13.2f} {diff:14d}")
-    print("\n'stage s' is the evaluate stage (results.json timing.evaluate_s); 'whole s' adds start-up "
+    print("\ntests/s counts tests judged (all tests of a passing sample, up to the first failure otherwise), "
+          "the same count for every executor.")
+    print("'stage s' is the evaluate stage (results.json timing.evaluate_s); 'whole s' adds start-up "
           "(interpreter, Ray, zygotes). Ratio = stage time / subprocess stage time, this run.")
     return 0 if all(r[5] == 0 for r in rows) else 1
 

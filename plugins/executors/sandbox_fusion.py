@@ -20,7 +20,9 @@ turn into a zero-advantage group; it is never scored as a failure.
 
 Options: ``endpoint`` (default: $SANDBOX_FUSION_ENDPOINT), ``concurrency``, ``retries``,
 ``backoff``, ``max_backoff``, ``client_timeout`` (seconds to wait for one reply; 0 = the
-job's batch timeout + 30), ``memory_mb_cap`` and ``file_mb``.
+job's batch timeout + 30), ``run_timeout_slack`` (seconds the service's run_timeout exceeds the
+job's own deadline, so that the zygote inside, not the service, stops a slow program) and
+``file_mb``.
 """
 
 from __future__ import annotations
