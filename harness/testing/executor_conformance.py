@@ -63,12 +63,17 @@ def run_case(executor, code: str, asserts: str, entry_point: str | None = "f", l
 
 
 def marked_processes() -> list[int]:
+    return processes_named(MARKER)
+
+
+def processes_named(comm: str) -> list[int]:
+    """Pids of every process on the machine whose name (/proc/PID/comm) is ``comm``."""
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
                 with open(f"/proc/{entry}/comm") as fh:
-                    if fh.read().strip() == MARKER:
+                    if fh.read().strip() == comm:
                         found.append(int(entry))
             except OSError:
                 continue

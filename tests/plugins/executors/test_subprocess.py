@@ -11,6 +11,7 @@ import pytest
 from codea1_testkit import run_code
 
 from harness.records import FAIL, PASS
+from harness.testing.executor_conformance import processes_named
 
 GOOD = "def f(x):\n    return x + 1\n"
 
@@ -121,22 +122,9 @@ def test_without_seccomp_a_daemon_is_killed_after_its_job(plugins):
                 "            time.sleep(60)\n        os._exit(0)\n    time.sleep(0.3)\n    return 'started'\n")
         verdict, _ = run_code(ex, code, "assert f(1) == 'started'", "f")
         assert verdict.status == PASS  # the daemon did start...
-        assert named("codea1-daemon") == []  # ...and is gone with its job
+        assert processes_named("codea1-daemon") == []  # ...and is gone with its job
     finally:
         ex.close()
-
-
-def named(comm: str) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/comm") as fh:
-                    if fh.read().strip() == comm:
-                        found.append(int(entry))
-            except OSError:
-                continue
-    return found
 
 
 def test_info_reports_what_is_enforced(executor):
