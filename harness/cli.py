@@ -8,13 +8,14 @@ import sys
 from typing import Sequence
 
 from harness.benchmark import BenchmarkError
+from harness.mutation import MutationUnavailable
 from harness.execution import ExecutorUnavailable
 from harness.plugin_manager import PluginLoadError, load_plugins
 from harness.registry import OptionError, UnknownPluginError
 from harness.runstore import RunStoreError
 from harness.samples import SamplesError
 
-USER_ERRORS = (BenchmarkError, ExecutorUnavailable, UnknownPluginError, OptionError, RunStoreError, SamplesError, PluginLoadError,
+USER_ERRORS = (BenchmarkError, ExecutorUnavailable, MutationUnavailable, UnknownPluginError, OptionError, RunStoreError, SamplesError, PluginLoadError,
                FileNotFoundError, ValueError)
 
 
@@ -62,6 +63,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-reference-cache", action="store_true", help="recompute reference outputs")
     p.add_argument("--no-dedupe", action="store_true",
                    help="execute every sample, even identical programs of the same task")
+
+    p = sub.add_parser("evaluate-tests", help="score generated tests: test-pass@k, mut@k, coverage@k, Mul")
+    p.add_argument("--benchmark", required=True, help="benchmark with reference solutions (ult, demo, kodcode, ...)")
+    p.add_argument("--data", help="benchmark data file or directory")
+    p.add_argument("--tests", required=True,
+                   help="tests .jsonl (task_id + tests list or completion per line), or 'golden' for the benchmark's own")
+    p.add_argument("--executor", default="subprocess", help="executor name (default: subprocess)")
+    p.add_argument("--executor-opt", action="append", default=[], metavar="KEY=VALUE", help="executor option")
+    p.add_argument("--benchmark-opt", action="append", default=[], metavar="KEY=VALUE", help="benchmark option")
+    p.add_argument("--k", type=_ks, default=[1, 2, 5], help="comma-separated k (default 1,2,5)")
+    p.add_argument("--workers", type=int, help="parallel sandbox workers (default: all cores)")
+    p.add_argument("--mutant-timeout", type=float, default=10.0, help="seconds per mutant, all its tests (default 10)")
+    p.add_argument("--mut-task-set", choices=("per-k", "largest-k"), default="per-k",
+                   help="tasks eligible for mut@k: per k (default), or the largest k's set for every k "
+                        "(the reference evaluation fork's behaviour)")
+    p.add_argument("--no-coverage", action="store_true", help="skip the coverage stage")
+    p.add_argument("--out", required=True, help="run directory (resumed when it exists)")
+    p.add_argument("--overwrite", action="store_true", help="discard what --out holds and start over")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
     return parser
 
 
@@ -110,6 +130,25 @@ def cmd_evaluate(plugins, args) -> int:
     return 0
 
 
+def cmd_evaluate_tests(plugins, args) -> int:
+    from harness.tests_evaluation import EvaluateTestsConfig, evaluate_tests
+
+    cfg = EvaluateTestsConfig(benchmark=args.benchmark, out=args.out, tests=args.tests, data=args.data,
+                              executor=args.executor, executor_options=_key_values(args.executor_opt, "--executor-opt"),
+                              benchmark_options=_key_values(args.benchmark_opt, "--benchmark-opt"), k=args.k,
+                              workers=args.workers, overwrite=args.overwrite, progress=not args.no_progress,
+                              mutant_timeout=args.mutant_timeout, mut_task_set=args.mut_task_set,
+                              coverage=not args.no_coverage)
+    results = evaluate_tests(plugins, cfg)
+    print(f"benchmark {results['benchmark']}  tasks {results['counts']['tasks']}  tests {args.tests}")
+    for name, value in results["metrics"].items():
+        print(f"  {name:<22} {_fmt(value) if value is not None else '   n/a'}")
+    for name, note in results["metric_notes"].items():
+        print(f"  {name:<22} note: {note}")
+    print(f"\nwrote {args.out}/results.json, tasks.jsonl, config.json, environment.json")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -119,6 +158,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_plugins(plugins, args)
         if args.command == "evaluate":
             return cmd_evaluate(plugins, args)
+        if args.command == "evaluate-tests":
+            return cmd_evaluate_tests(plugins, args)
     except USER_ERRORS as exc:
         print(f"codea1: error: {exc}", file=sys.stderr)
         return 2

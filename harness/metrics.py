@@ -25,8 +25,14 @@ class Metric:
     applies_to = "code"
 
     def compute(self, outcomes: Mapping[str, Sequence[bool]], k: int) -> MetricValue:
-        """``outcomes`` maps task id to the pass/fail of its samples, in sample order
-        (skipped samples already removed)."""
+        """Code metrics: ``outcomes`` maps task id to the pass/fail of its samples, in sample
+        order (skipped samples already removed)."""
+        raise NotImplementedError
+
+    def compute_tests(self, records: Mapping, k: int, task_set: str = "per-k", largest_k: int | None = None) -> MetricValue:
+        """Test metrics (``applies_to = "tests"``): ``records`` maps task id to a
+        ``harness.tests_evaluation.TaskRecord``; ``task_set`` "largest-k" makes every k use
+        the task set of ``largest_k``, the run's largest k (the reference fork's quirk)."""
         raise NotImplementedError
 
     def label(self, k: int) -> str:

@@ -38,13 +38,14 @@ class RunStore:
     """``identity`` are the config fields that must match for a resume (benchmark, samples,
     ...); other config fields (workers, progress) may change between attempts."""
 
-    def __init__(self, out_dir: str, config: dict[str, Any], identity: tuple[str, ...], overwrite: bool = False):
+    def __init__(self, out_dir: str, config: dict[str, Any], identity: tuple[str, ...], overwrite: bool = False,
+                 rows_name: str = "verdicts.jsonl"):
         self.dir = Path(out_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.verdicts_path = self.dir / "verdicts.jsonl"
+        self.verdicts_path = self.dir / rows_name  # one JSON row per finished unit, appended
         self.config_path = self.dir / "config.json"
         if overwrite:
-            for name in ("verdicts.jsonl", "results.json", "config.json", "environment.json"):
+            for name in (rows_name, "results.json", "config.json", "environment.json"):
                 (self.dir / name).unlink(missing_ok=True)
         elif self.config_path.exists():
             try:
@@ -67,11 +68,16 @@ class RunStore:
         self._write_json(self.dir / "environment.json", {**environment(), **extra})
 
     def load_verdicts(self) -> dict[tuple[str, int], Verdict]:
-        """Verdicts of an earlier attempt. A torn last line (the process died mid-write) is
-        dropped and cut from the file; a bad line elsewhere is an error naming it."""
+        """Verdicts of an earlier attempt (see load_rows)."""
+        return {(v.task_id, v.sample_index): v for v in self.load_rows(Verdict.from_json)}
+
+    def load_rows(self, convert=lambda row: row) -> list:
+        """Rows of an earlier attempt, each through ``convert``. A torn last line (the process
+        died mid-write) is dropped and cut from the file; a bad line elsewhere is an error
+        naming it."""
         if not self.verdicts_path.exists():
-            return {}
-        done: dict[tuple[str, int], Verdict] = {}
+            return []
+        done: list = []
         raw = self.verdicts_path.read_bytes()
         lines = raw.split(b"\n")
         good_bytes = 0
@@ -80,20 +86,23 @@ class RunStore:
                 good_bytes += len(line) + 1
                 continue
             try:
-                v = Verdict.from_json(json.loads(line))
+                v = convert(json.loads(line))
             except (json.JSONDecodeError, TypeError, ValueError) as exc:
                 if i == len(lines) - 1 or (i == len(lines) - 2 and not lines[-1].strip()):
                     with open(self.verdicts_path, "r+b") as fh:
                         fh.truncate(good_bytes)
                     break
-                raise RunStoreError(f"{self.verdicts_path}:{i + 1}: unreadable verdict ({exc}); pass --overwrite") from None
-            done[(v.task_id, v.sample_index)] = v
+                raise RunStoreError(f"{self.verdicts_path}:{i + 1}: unreadable row ({exc}); pass --overwrite") from None
+            done.append(v)
             good_bytes += len(line) + 1
         return done
 
     def append(self, verdict: Verdict) -> None:
+        self.append_row(verdict.to_json())
+
+    def append_row(self, row: dict[str, Any]) -> None:
         with open(self.verdicts_path, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(verdict.to_json(), separators=(",", ":"), default=str) + "\n")
+            fh.write(json.dumps(row, separators=(",", ":"), default=str) + "\n")
             fh.flush()
 
     def write_results(self, results: dict[str, Any]) -> Path:

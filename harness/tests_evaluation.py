@@ -1,0 +1,372 @@
+"""`codea1 evaluate-tests`: score generated tests (a Test LLM's output) against reference code.
+
+Per task, the first max(k) tests (in generation order) go through three stages, each one
+batch through the executor, each with one progress bar:
+
+1. validity: every test runs against the reference; it is valid when it executes and its
+   assertion holds (an unparseable assert is an invalid test in its position);
+2. mutants: mutants of the reference (``harness.mutation``, cosmic-ray's operators) run
+   against the leading valid tests of eligible tasks; a mutant is killed when a test fails,
+   errors or times out, or when the mutant does not even load;
+3. coverage: line and branch coverage of the reference function by the first k tests,
+   measured with coverage.py inside the sandbox.
+
+Each finished task is appended to tasks.jsonl at once (a resumed run skips it); metrics
+come from these records through the metric plugins whose ``applies_to`` is "tests".
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import re
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.asserts import AssertParseError, parse_assert
+from harness.execution import run_jobs
+from harness.judge import judge
+from harness.plugin_manager import Plugins
+from harness.progress import stage_bar
+from harness.records import ExecJob, Problem, TestCase
+from harness.reference import run_references
+from harness.runstore import RunStore
+
+GOLDEN = "golden"
+
+
+class TestsFileError(ValueError):
+    """A tests file that cannot be read: names file, line and field."""
+
+
+@dataclass
+class EvaluateTestsConfig:
+    benchmark: str
+    out: str
+    tests: str  # a tests file, or "golden"
+    data: str | None = None
+    executor: str = "subprocess"
+    executor_options: dict[str, str] = field(default_factory=dict)
+    benchmark_options: dict[str, str] = field(default_factory=dict)
+    k: list[int] = field(default_factory=lambda: [1, 2, 5])
+    workers: int | None = None
+    overwrite: bool = False
+    progress: bool = True
+    mutant_timeout: float = 10.0  # per mutant, all its tests (the reference evaluation's 10 s)
+    test_timeout: float = 5.0  # per test, when validating on the reference
+    mut_task_set: str = "per-k"  # or "largest-k": the reference fork's quirk
+    coverage: bool = True
+
+    IDENTITY = ("benchmark", "tests", "data", "benchmark_options", "mutant_timeout", "test_timeout")
+
+
+@dataclass
+class TaskRecord:
+    """One task's tests and what they did; the metric plugins read only this."""
+
+    __test__ = False
+    task_id: str
+    tests: list[str]  # the first max(k) tests, as given
+    valid: list[bool]  # per test position
+    reasons: list[str]  # why each invalid test is invalid ("" when valid)
+    mutants_total: int = 0  # mutation positions before dedupe
+    mutants: list[dict] = field(default_factory=list)  # {id, first_fail (None = survived every test run), status, diff}
+    mutated_with: int = 0  # how many leading tests the mutants ran against
+    coverage: dict[str, dict] = field(default_factory=dict)  # str(k) -> {"line": f, "branch": f or None}
+    tests_hash: str = ""
+
+    def leading_valid(self) -> int:
+        n = 0
+        for ok in self.valid:
+            if not ok:
+                break
+            n += 1
+        return n
+
+
+# -- reading tests ---------------------------------------------------------------------------
+_BLOCK = re.compile(r"```(?:python|py|Python)?[^\n]*\n(.*?)```", re.S)
+
+
+def asserts_from_completion(text: str) -> list[str]:
+    """Assert statements, in order, from the first python code block of a model's answer
+    (the whole text when it has no block). Lines that do not parse are skipped one by one."""
+    blocks = _BLOCK.findall(text)
+    code = blocks[0] if blocks else text
+    try:
+        tree = ast.parse(code)
+        return [ast.get_source_segment(code, node) for node in tree.body if isinstance(node, ast.Assert)]
+    except SyntaxError:
+        out = []
+        for line in code.splitlines():
+            if line.strip().startswith("assert"):
+                try:
+                    ast.parse(line.strip())
+                    out.append(line.strip())
+                except SyntaxError:
+                    out.append(line.strip())  # kept: an unparseable test is an invalid test
+        return out
+
+
+def read_tests_file(path: str, problems: dict[str, Problem]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    try:
+        lines = Path(path).read_text().splitlines()
+    except OSError as exc:
+        raise TestsFileError(f"--tests {path}: {exc.strerror}") from None
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        where = f"{path}:{lineno}"
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise TestsFileError(f"{where}: invalid JSON: {exc.msg}") from None
+        if not isinstance(row, dict) or "task_id" not in row:
+            raise TestsFileError(f"{where}: field 'task_id' is missing")
+        task = str(row["task_id"])
+        if task not in problems:
+            raise TestsFileError(f"{where}: field 'task_id': unknown task {task!r}")
+        if task in out:
+            raise TestsFileError(f"{where}: field 'task_id': task {task!r} appears twice")
+        if "tests" in row:
+            if not isinstance(row["tests"], list) or not all(isinstance(t, str) for t in row["tests"]):
+                raise TestsFileError(f"{where}: field 'tests' must be a list of assert strings")
+            out[task] = list(row["tests"])
+        elif "completion" in row:
+            if not isinstance(row["completion"], str):
+                raise TestsFileError(f"{where}: field 'completion' must be a string")
+            out[task] = asserts_from_completion(row["completion"])
+        else:
+            raise TestsFileError(f"{where}: neither field 'tests' nor field 'completion'")
+    return out
+
+
+def golden_source(test: TestCase, entry_point: str) -> str:
+    """The golden test as a statement (for coverage): its assert, or the bare call."""
+    if test.source:
+        return test.source
+    if test.kind == "call" and test.args is not None:
+        return f"{entry_point}(*{list(test.args)!r})"
+    if test.kind == "call" and test.call:
+        return test.call
+    return test.script or ""
+
+
+# -- the stages ------------------------------------------------------------------------------
+def _parse(problem: Problem, sources: list[str]) -> tuple[list[TestCase | None], list[str]]:
+    parsed, reasons = [], []
+    for i, src in enumerate(sources):
+        try:
+            parsed.append(parse_assert(src, problem.entry_point, f"test/{i}"))
+            reasons.append("")
+        except AssertParseError as exc:
+            parsed.append(None)
+            reasons.append(f"not a usable assert: {exc.reason}")
+        except SyntaxError as exc:
+            parsed.append(None)
+            reasons.append(f"syntax error: {exc.msg}")
+    return parsed, reasons
+
+
+COVERAGE_HELPER = '''
+
+def __codea1_coverage__(k):
+    # Runs the first k tests under coverage.py and reports the function's own figures.
+    import coverage as _coverage, json as _json
+    cov = _coverage.Coverage(data_file=None, branch=True, include=[__file__])
+    cov.start()
+    try:
+        for _src in __codea1_tests__[:k]:
+            try:
+                exec(_src, dict(globals()))
+            except Exception:
+                pass
+    finally:
+        cov.stop()
+    cov.json_report(outfile="coverage.json", include=[__file__])
+    with open("coverage.json") as _fh:
+        _report = _json.load(_fh)
+    _file = next(iter(_report["files"].values()))
+    _fn = _file.get("functions", {}).get(__codea1_function__)
+    if _fn is None:
+        return None
+    _s = _fn["summary"]
+    return [_s["covered_lines"], _s["num_statements"], _s.get("covered_branches", 0), _s.get("num_branches", 0)]
+'''
+
+
+def _coverage_job(problem: Problem, sources: list[str], ks: list[int], timeout: float) -> ExecJob:
+    code = (problem.reference + COVERAGE_HELPER + f"\n__codea1_tests__ = {sources!r}\n"
+            f"__codea1_function__ = {problem.entry_point!r}\n")
+    tests = [TestCase(id=f"coverage@{k}", kind="call", call=f"__codea1_coverage__({k})", op="==", expected=None)
+             for k in ks]
+    return ExecJob(job_id=f"cov:{problem.task_id}", code=code, tests=tests, entry_point=None,
+                   time_limits=[timeout * k + 5 for k in ks], batch_timeout=sum(timeout * k + 5 for k in ks) + 5,
+                   memory_mb=4096, fail_fast=False)
+
+
+def evaluate_tests(plugins: Plugins, cfg: EvaluateTestsConfig) -> dict[str, Any]:
+    from harness.mutation import generate_mutants
+
+    bench = plugins.benchmarks.create(cfg.benchmark, {**cfg.benchmark_options, **({"data": cfg.data} if cfg.data else {})})
+    problems = {p.task_id: p for p in bench.load()}
+    ks = sorted(set(cfg.k))
+    kmax = ks[-1]
+    if cfg.mut_task_set not in ("per-k", "largest-k"):
+        raise ValueError(f"--mut-task-set {cfg.mut_task_set!r}: expected per-k or largest-k")
+    if cfg.tests == GOLDEN:
+        golden = {t: p.tests for t, p in problems.items() if p.tests}
+        chosen = {t: [golden_source(x, problems[t].entry_point) for x in tests[:kmax]] for t, tests in golden.items()}
+    else:
+        chosen = {t: s[:kmax] for t, s in read_tests_file(cfg.tests, problems).items()}
+    config = {**asdict(cfg), "command": "evaluate-tests"}
+    store = RunStore(cfg.out, config, EvaluateTestsConfig.IDENTITY, overwrite=cfg.overwrite, rows_name="tasks.jsonl")
+    done = {r["task_id"]: TaskRecord(**r) for r in store.load_rows()}
+    records: dict[str, TaskRecord] = {}
+    todo = []
+    for task_id in sorted(chosen):
+        h = hashlib.sha256(json.dumps(chosen[task_id]).encode()).hexdigest()[:16]
+        if task_id in done and done[task_id].tests_hash == h:
+            records[task_id] = done[task_id]
+        else:
+            todo.append((task_id, h))
+
+    timing: dict[str, float] = {}
+    executor = plugins.executors.create(cfg.executor, cfg.executor_options, workers=cfg.workers)
+    with executor:
+        store.write_environment({"executor": executor.info()})
+        # 1. validity on the reference
+        t0 = time.perf_counter()
+        staged: dict[str, tuple[Problem, TaskRecord, list[TestCase | None]]] = {}
+        to_validate = []
+        for task_id, h in todo:
+            problem = problems[task_id]
+            if cfg.tests == GOLDEN:
+                parsed = list(problem.tests[:kmax])
+                reasons = [""] * len(parsed)
+            else:
+                parsed, reasons = _parse(problem, chosen[task_id])
+            rec = TaskRecord(task_id=task_id, tests=chosen[task_id], valid=[False] * len(parsed), reasons=reasons,
+                             tests_hash=h)
+            staged[task_id] = (problem, rec, parsed)
+            usable = [t for t in parsed if t is not None]
+            if usable:
+                to_validate.append(Problem(**{**problem.__dict__, "tests": usable}))
+        with stage_bar("validity", len(to_validate), cfg.progress) as bar:
+            refs = run_references(to_validate, executor, checks_tests=lambda p: not bench.reference_expected(p),
+                                  memory_mb=bench.memory_mb, progress=bar, use_cache=False)
+        ref_times: dict[str, list[float]] = {}
+        for task_id, (problem, rec, parsed) in staged.items():
+            ref = refs.get(task_id)
+            j = 0
+            times = []
+            for i, test in enumerate(parsed):
+                if test is None:
+                    continue
+                if ref is None:
+                    rec.reasons[i] = "not run"
+                elif j in ref.failed:
+                    rec.reasons[i] = f"fails on the reference: {ref.failed[j][:300]}"
+                else:
+                    rec.valid[i] = True
+                times.append(ref.times[j] if ref is not None and j < len(ref.times) else 0.0)
+                j += 1
+            ref_times[task_id] = times
+        timing["validity_s"] = time.perf_counter() - t0
+
+        # 2. mutants, against the leading valid tests of eligible tasks
+        t0 = time.perf_counter()
+        needed = kmax if cfg.mut_task_set == "largest-k" else ks[0]
+        jobs: dict[str, tuple[str, dict]] = {}
+        all_jobs = []
+        for task_id, (problem, rec, parsed) in staged.items():
+            lead = min(rec.leading_valid(), kmax)
+            if lead < needed:
+                continue
+            mutants, positions = generate_mutants(problem.reference)
+            rec.mutants_total = positions
+            rec.mutated_with = lead
+            tests = [t for t in parsed[:lead]]
+            limits = [min(cfg.mutant_timeout, max(1.0, 4 * t)) for t in ref_times[task_id][:lead]]
+            for m in mutants:
+                entry = {"id": m.mutant_id, "first_fail": None, "status": "pending", "diff": m.diff(problem.reference)}
+                rec.mutants.append(entry)
+                job = ExecJob(job_id=f"mut:{task_id}:{m.mutant_id}", code=m.code, tests=tests,
+                              entry_point=problem.entry_point, prelude=problem.prelude, time_limits=limits,
+                              batch_timeout=cfg.mutant_timeout, memory_mb=bench.memory_mb, fail_fast=True)
+                jobs[job.job_id] = (task_id, entry)
+                all_jobs.append(job)
+        by_id = {j.job_id: j for j in all_jobs}
+        with stage_bar("mutants", len(all_jobs), cfg.progress) as bar:
+            def landed(raw):
+                task_id, entry = jobs[raw.job_id]
+                verdict = judge(task_id, 0, by_id[raw.job_id], raw, bench.checker(problems[task_id]))
+                entry["status"] = verdict.status
+                bad = next((i for i, t in enumerate(verdict.tests) if t.status != "pass"), None)
+                if verdict.status in ("error",):
+                    bad = 0  # the mutant did not load: every test fails
+                entry["first_fail"] = bad
+                bar.update(1)
+
+            run_jobs(executor, all_jobs, on_result=landed)
+        timing["mutants_s"] = time.perf_counter() - t0
+        timing["mutants_executed"] = len(all_jobs)
+
+        # 3. coverage of the reference function
+        t0 = time.perf_counter()
+        cov_jobs = {}
+        if cfg.coverage:
+            for task_id, (problem, rec, parsed) in staged.items():
+                sources = [s if t is not None else "" for s, t in zip(rec.tests, parsed)]
+                if any(sources):
+                    cov_jobs[f"cov:{task_id}"] = (rec, _coverage_job(problem, sources, ks, cfg.test_timeout))
+        with stage_bar("coverage", len(cov_jobs), cfg.progress) as bar:
+            def covered(raw):
+                rec, job = cov_jobs[raw.job_id]
+                for k, outcome in zip(ks, raw.outcomes):
+                    v = outcome.value if outcome.status == "ok" else None
+                    if isinstance(v, list) and len(v) == 4:
+                        rec.coverage[str(k)] = {"line": v[0] / v[1] if v[1] else None,
+                                                "branch": v[2] / v[3] if v[3] else None}
+                    else:
+                        rec.coverage[str(k)] = {"line": None, "branch": None,
+                                                "error": (outcome.message or raw.load_error or outcome.status)[:300]}
+                bar.update(1)
+
+            run_jobs(executor, [j for _, j in cov_jobs.values()], on_result=covered)
+        timing["coverage_s"] = time.perf_counter() - t0
+
+    for task_id, (problem, rec, parsed) in staged.items():
+        records[task_id] = rec
+        store.append_row(asdict(rec))
+    results = tests_results(plugins, records, ks, cfg)
+    results["timing"] = timing
+    store.write_results(results)
+    return results
+
+
+def tests_results(plugins: Plugins, records: dict[str, TaskRecord], ks: list[int], cfg: EvaluateTestsConfig) -> dict:
+    metrics, notes = {}, {}
+    ordered = [m for m in (plugins.metrics.create(n) for n in plugins.metrics.names()) if m.applies_to == "tests"]
+    for k in ks:
+        for metric in ordered:
+            value = metric.compute_tests(records, k, task_set=cfg.mut_task_set, largest_k=ks[-1])
+            metrics[metric.label(k)] = value.value
+            if value.note:
+                notes[metric.label(k)] = value.note
+    per_task = {}
+    for t, r in sorted(records.items()):
+        per_task[t] = {
+            "tests": len(r.tests), "valid": r.valid, "invalid_reasons": {str(i): x for i, x in enumerate(r.reasons) if x},
+            "mutants": {"positions": r.mutants_total, "unique": len(r.mutants), "ran_against_tests": r.mutated_with,
+                        "killed": sum(1 for m in r.mutants if m["first_fail"] is not None),
+                        "survived": [{"id": m["id"], "diff": m["diff"]} for m in r.mutants
+                                     if m["first_fail"] is None and m["status"] != "sandbox_error"]},
+            "coverage": r.coverage,
+        }
+    return {"command": "evaluate-tests", "benchmark": cfg.benchmark, "k": ks, "metrics": metrics,
+            "metric_notes": notes, "tasks": per_task, "counts": {"tasks": len(records)}}
