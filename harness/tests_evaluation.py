@@ -41,6 +41,8 @@ GOLDEN = "golden"
 class TestsFileError(ValueError):
     """A tests file that cannot be read: names file, line and field."""
 
+    __test__ = False
+
 
 @dataclass
 class EvaluateTestsConfig:

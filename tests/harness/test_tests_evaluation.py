@@ -1,0 +1,102 @@
+"""`evaluate-tests` end to end on the demo benchmark (real sandbox, real cosmic-ray mutants,
+real coverage.py), the tests-file reader and the assert extraction."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+from conftest import ROOT, codea1_command
+
+from harness.tests_evaluation import (EvaluateTestsConfig, TestsFileError, asserts_from_completion, evaluate_tests,
+                                      read_tests_file)
+
+pytest.importorskip("cosmic_ray", reason="cosmic-ray is not installed (pip install 'codea1[mutation]')")
+
+
+def test_asserts_are_extracted_in_order_from_the_first_block():
+    text = ("Here are tests:\n```python\nfrom x import y\nassert f(1) == 2\n\nassert f(2) != 5  # comment\n"
+            "print('no')\nassert f(3) in (1, 2)\n```\nand more:\n```python\nassert f(9) == 9\n```")
+    assert asserts_from_completion(text) == ["assert f(1) == 2", "assert f(2) != 5", "assert f(3) in (1, 2)"]
+    assert asserts_from_completion("assert f(1) == 1\nassert f(2) == 2") == ["assert f(1) == 1", "assert f(2) == 2"]
+    broken = "```python\nassert f(1) == 1\nassert f(2) == (\nassert f(3) == 3\n```"
+    assert asserts_from_completion(broken) == ["assert f(1) == 1", "assert f(2) == (", "assert f(3) == 3"]
+
+
+def test_tests_file_errors_name_file_line_and_field(plugins, tmp_path):
+    problems = {p.task_id: p for p in plugins.benchmarks.create("demo").load()}
+    bad = tmp_path / "tests.jsonl"
+    bad.write_text('{"task_id": "demo/0", "tests": ["assert digit_sum(1) == 1"]}\n{"task_id": "demo/0", "tests": []}\n')
+    with pytest.raises(TestsFileError, match=r"tests.jsonl:2: field 'task_id': task 'demo/0' appears twice"):
+        read_tests_file(str(bad), problems)
+    bad.write_text('{"task_id": "demo/1", "tests": "assert x"}\n')
+    with pytest.raises(TestsFileError, match=r"tests.jsonl:1: field 'tests' must be a list"):
+        read_tests_file(str(bad), problems)
+    bad.write_text('{"task_id": "nope", "completion": ""}\n')
+    with pytest.raises(TestsFileError, match=r"tests.jsonl:1: field 'task_id': unknown task 'nope'"):
+        read_tests_file(str(bad), problems)
+
+
+def run(plugins, tmp_path, tests, ks=(1, 2), **kw):
+    cfg = EvaluateTestsConfig(benchmark="demo", out=str(tmp_path / "run"), tests=tests, k=list(ks), workers=2,
+                              progress=False, **kw)
+    return evaluate_tests(plugins, cfg)
+
+
+def test_generated_tests_are_scored(plugins, tmp_path):
+    tests = tmp_path / "tests.jsonl"
+    rows = [
+        # demo/2 fizzbuzz: valid, valid, wrong answer, unparseable, valid
+        {"task_id": "demo/2", "tests": ["assert fizzbuzz(3) == ['1', '2', 'Fizz']", "assert fizzbuzz(0) == []",
+                                        "assert fizzbuzz(1) == ['2']", "print(1)", "assert fizzbuzz(5)[-1] == 'Buzz'"]},
+        # demo/1 is_palindrome, from a raw completion: first test invalid
+        {"task_id": "demo/1", "completion": "```python\nassert is_palindrome('ab') is True\n"
+                                            "assert is_palindrome('aba') is True\n```"},
+    ]
+    tests.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    results = run(plugins, tmp_path, str(tests), ks=(1, 2, 5))
+    m = results["metrics"]
+    # test-pass: k=1: (1 + 0) / 2; k=2: (2 + 1) / 4; k=5: (3 + 1) / 10
+    assert m["test-pass@1"] == pytest.approx(0.5)
+    assert m["test-pass@2"] == pytest.approx(0.75)
+    assert m["test-pass@5"] == pytest.approx(0.4)
+    zero = results["tasks"]["demo/2"]
+    assert zero["valid"] == [True, True, False, False, True]
+    assert "fails on the reference" in zero["invalid_reasons"]["2"] and "usable assert" in zero["invalid_reasons"]["3"]
+    # Only demo/2 is eligible at k=1 and 2; its mutants ran against its 2 leading valid tests.
+    assert zero["mutants"]["ran_against_tests"] == 2 and zero["mutants"]["unique"] > 0
+    assert results["tasks"]["demo/1"]["mutants"]["unique"] == 0
+    assert 0 < m["mut@1"] <= m["mut@2"] <= 1
+    assert m["Mul@2"] == pytest.approx(m["test-pass@2"] * m["mut@2"])
+    assert "mut@5" not in m or m["mut@5"] is None
+    assert 0 < m["coverage@1"] <= m["coverage@2"] <= 1
+    for survivor in zero["mutants"]["survived"]:
+        assert survivor["diff"].startswith("--- a/solution.py")
+    # Resumed: every task is taken from tasks.jsonl, nothing runs again.
+    again = run(plugins, tmp_path, str(tests), ks=(1, 2, 5))
+    assert again["metrics"] == m and again["timing"]["mutants_executed"] == 0
+    assert len((tmp_path / "run" / "tasks.jsonl").read_text().splitlines()) == 2
+
+
+def test_golden_tests_are_the_ceiling(plugins, tmp_path):
+    results = run(plugins, tmp_path, "golden", ks=(1, 5))
+    m = results["metrics"]
+    tasks = results["tasks"].values()
+    assert all(all(t["valid"]) for t in tasks)  # the demo's golden tests all hold on the reference
+    assert m["test-pass@1"] == 1.0
+    # some tasks have fewer than 5 golden tests: the missing ones count as not passing
+    assert m["test-pass@5"] == pytest.approx(sum(min(len(t["valid"]), 5) / 5 for t in tasks) / len(tasks))
+    assert 0 < m["mut@1"] < m["mut@5"] <= 1
+    assert m["coverage@5"] > 0.9
+
+
+def test_the_command(tmp_path):
+    out = tmp_path / "cli"
+    done = subprocess.run([*codea1_command(), "evaluate-tests", "--benchmark", "demo", "--tests", "golden", "--k", "1",
+                           "--out", str(out), "--no-progress"], capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert "mut@1" in done.stdout and (out / "results.json").exists() and (out / "tasks.jsonl").exists()
+    bad = subprocess.run([*codea1_command(), "evaluate-tests", "--benchmark", "demo", "--tests", str(tmp_path / "none"),
+                          "--out", str(tmp_path / "x")], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert bad.returncode == 2 and "--tests" in bad.stderr
