@@ -183,10 +183,23 @@ def __codea1_coverage__(k):
     cov.start()
     try:
         for _src in __codea1_tests__[:k]:
+            _ns = dict(globals())
             try:
-                exec(_src, dict(globals()))
+                exec(_src, _ns)
             except Exception:
-                pass
+                continue
+            # script tests define tests: call pytest-style functions, run unittest classes
+            for _name, _obj in list(_ns.items()):
+                if _name in globals():
+                    continue
+                try:
+                    if isinstance(_obj, type) and _name == "TestCases":
+                        import unittest as _ut
+                        _ut.TestLoader().loadTestsFromTestCase(_obj).run(_ut.TestResult())
+                    elif _name.startswith("test") and callable(_obj) and not isinstance(_obj, type):
+                        _obj()
+                except Exception:
+                    pass
     finally:
         cov.stop()
     cov.json_report(outfile="coverage.json", include=[__file__])
@@ -259,7 +272,10 @@ def evaluate_tests(plugins: Plugins, cfg: EvaluateTestsConfig) -> dict[str, Any]
             if usable:
                 to_validate.append(Problem(**{**problem.__dict__, "tests": usable}))
         with stage_bar("validity", len(to_validate), cfg.progress) as bar:
-            refs = run_references(to_validate, executor, checks_tests=lambda p: not bench.reference_expected(p),
+            # Golden tests of some benchmarks (HumanEval+) carry no expected values: the
+            # reference's outputs are the expected values, and mutants are judged against them.
+            from_reference = (lambda p: cfg.tests == GOLDEN and bench.reference_expected(p))
+            refs = run_references(to_validate, executor, checks_tests=lambda p: not from_reference(p),
                                   memory_mb=bench.memory_mb, progress=bar, use_cache=False)
         ref_times: dict[str, list[float]] = {}
         for task_id, (problem, rec, parsed) in staged.items():
@@ -306,11 +322,15 @@ def evaluate_tests(plugins: Plugins, cfg: EvaluateTestsConfig) -> dict[str, Any]
         with stage_bar("mutants", len(all_jobs), cfg.progress) as bar:
             def landed(raw):
                 task_id, entry = jobs[raw.job_id]
-                verdict = judge(task_id, 0, by_id[raw.job_id], raw, bench.checker(problems[task_id]))
+                problem = problems[task_id]
+                override = refs[task_id].value if from_reference(problem) else None
+                verdict = judge(task_id, 0, by_id[raw.job_id], raw, bench.checker(problem), expected_override=override)
                 entry["status"] = verdict.status
                 bad = next((i for i, t in enumerate(verdict.tests) if t.status != "pass"), None)
-                if verdict.status in ("error",):
+                if verdict.status == "error":
                     bad = 0  # the mutant did not load: every test fails
+                elif verdict.status == "sandbox_error":
+                    bad = None  # no verdict: left out of the mutation score
                 entry["first_fail"] = bad
                 bar.update(1)
 
