@@ -1,18 +1,19 @@
 """`codea1 evaluate-tests`: score generated tests (a Test LLM's output) against reference code.
 
 Per task, the first max(k) tests (in generation order) go through three stages, each one
-batch through the executor, each with one progress bar:
+batch through the executor, each with one progress bar (validity, coverage, mutants):
 
 1. validity: every test runs against the reference; it is valid when it executes and its
    assertion holds (an unparseable assert is an invalid test in its position);
-2. mutants: mutants of the reference (``harness.mutation``, cosmic-ray's operators) run
+2. coverage: line and branch coverage of the reference function by the first k tests,
+   measured with coverage.py inside the sandbox;
+3. mutants: mutants of the reference (``harness.mutation``, cosmic-ray's operators) run
    against the leading valid tests of eligible tasks; a mutant is killed when a test fails,
-   errors or times out, or when the mutant does not even load;
-3. coverage: line and branch coverage of the reference function by the first k tests,
-   measured with coverage.py inside the sandbox.
+   errors or times out, or when the mutant does not even load.
 
-Each finished task is appended to tasks.jsonl at once (a resumed run skips it); metrics
-come from these records through the metric plugins whose ``applies_to`` is "tests".
+Each task is appended to tasks.jsonl as soon as its last mutant lands (a resumed run skips
+it); metrics come from these records through the metric plugins whose ``applies_to`` is
+"tests".
 """
 
 from __future__ import annotations
@@ -244,7 +245,8 @@ def evaluate_tests(plugins: Plugins, cfg: EvaluateTestsConfig) -> dict[str, Any]
     records: dict[str, TaskRecord] = {}
     todo = []
     for task_id in sorted(chosen):
-        h = hashlib.sha256(json.dumps(chosen[task_id]).encode()).hexdigest()[:16]
+        # what a task record depends on: its tests, the k list and the task-set rule
+        h = hashlib.sha256(json.dumps([chosen[task_id], ks, cfg.mut_task_set]).encode()).hexdigest()[:16]
         if task_id in done and done[task_id].tests_hash == h:
             records[task_id] = done[task_id]
         else:
@@ -296,49 +298,7 @@ def evaluate_tests(plugins: Plugins, cfg: EvaluateTestsConfig) -> dict[str, Any]
             ref_times[task_id] = times
         timing["validity_s"] = time.perf_counter() - t0
 
-        # 2. mutants, against the leading valid tests of eligible tasks
-        t0 = time.perf_counter()
-        needed = kmax if cfg.mut_task_set == "largest-k" else ks[0]
-        jobs: dict[str, tuple[str, dict]] = {}
-        all_jobs = []
-        for task_id, (problem, rec, parsed) in staged.items():
-            lead = min(rec.leading_valid(), kmax)
-            if lead < needed:
-                continue
-            mutants, positions = generate_mutants(problem.reference)
-            rec.mutants_total = positions
-            rec.mutated_with = lead
-            tests = [t for t in parsed[:lead]]
-            limits = [min(cfg.mutant_timeout, max(1.0, 4 * t)) for t in ref_times[task_id][:lead]]
-            for m in mutants:
-                entry = {"id": m.mutant_id, "first_fail": None, "status": "pending", "diff": m.diff(problem.reference)}
-                rec.mutants.append(entry)
-                job = ExecJob(job_id=f"mut:{task_id}:{m.mutant_id}", code=m.code, tests=tests,
-                              entry_point=problem.entry_point, prelude=problem.prelude, time_limits=limits,
-                              batch_timeout=cfg.mutant_timeout, memory_mb=bench.memory_mb, fail_fast=True)
-                jobs[job.job_id] = (task_id, entry)
-                all_jobs.append(job)
-        by_id = {j.job_id: j for j in all_jobs}
-        with stage_bar("mutants", len(all_jobs), cfg.progress) as bar:
-            def landed(raw):
-                task_id, entry = jobs[raw.job_id]
-                problem = problems[task_id]
-                override = refs[task_id].value if from_reference(problem) else None
-                verdict = judge(task_id, 0, by_id[raw.job_id], raw, bench.checker(problem), expected_override=override)
-                entry["status"] = verdict.status
-                bad = next((i for i, t in enumerate(verdict.tests) if t.status != "pass"), None)
-                if verdict.status == "error":
-                    bad = 0  # the mutant did not load: every test fails
-                elif verdict.status == "sandbox_error":
-                    bad = None  # no verdict: left out of the mutation score
-                entry["first_fail"] = bad
-                bar.update(1)
-
-            run_jobs(executor, all_jobs, on_result=landed)
-        timing["mutants_s"] = time.perf_counter() - t0
-        timing["mutants_executed"] = len(all_jobs)
-
-        # 3. coverage of the reference function
+        # 2. coverage of the reference function
         t0 = time.perf_counter()
         cov_jobs = {}
         if cfg.coverage:
@@ -362,9 +322,64 @@ def evaluate_tests(plugins: Plugins, cfg: EvaluateTestsConfig) -> dict[str, Any]
             run_jobs(executor, [j for _, j in cov_jobs.values()], on_result=covered)
         timing["coverage_s"] = time.perf_counter() - t0
 
-    for task_id, (problem, rec, parsed) in staged.items():
-        records[task_id] = rec
-        store.append_row(asdict(rec))
+        # 3. mutants, against the leading valid tests of eligible tasks; a task is written
+        # to tasks.jsonl as soon as its last mutant lands (so an interrupted run resumes)
+        t0 = time.perf_counter()
+        needed = kmax if cfg.mut_task_set == "largest-k" else ks[0]
+        jobs: dict[str, tuple[str, dict]] = {}
+        all_jobs = []
+        for task_id, (problem, rec, parsed) in staged.items():
+            lead = min(rec.leading_valid(), kmax)
+            if lead < needed:
+                continue
+            mutants, positions = generate_mutants(problem.reference)
+            rec.mutants_total = positions
+            rec.mutated_with = lead
+            tests = [t for t in parsed[:lead]]
+            limits = [min(cfg.mutant_timeout, max(1.0, 4 * t)) for t in ref_times[task_id][:lead]]
+            for m in mutants:
+                entry = {"id": m.mutant_id, "first_fail": None, "status": "pending", "diff": m.diff(problem.reference)}
+                rec.mutants.append(entry)
+                job = ExecJob(job_id=f"mut:{task_id}:{m.mutant_id}", code=m.code, tests=tests,
+                              entry_point=problem.entry_point, prelude=problem.prelude, time_limits=limits,
+                              batch_timeout=cfg.mutant_timeout, memory_mb=bench.memory_mb, fail_fast=True)
+                jobs[job.job_id] = (task_id, entry)
+                all_jobs.append(job)
+        by_id = {j.job_id: j for j in all_jobs}
+        remaining = {t: 0 for t in staged}
+        for task_id, _ in jobs.values():
+            remaining[task_id] += 1
+
+        def finish(task_id: str) -> None:
+            records[task_id] = staged[task_id][1]
+            store.append_row(asdict(staged[task_id][1]))
+
+        for task_id, count in remaining.items():
+            if count == 0:
+                finish(task_id)
+        with stage_bar("mutants", len(all_jobs), cfg.progress) as bar:
+            def landed(raw):
+                task_id, entry = jobs[raw.job_id]
+                problem = problems[task_id]
+                override = refs[task_id].value if from_reference(problem) else None
+                verdict = judge(task_id, 0, by_id[raw.job_id], raw, bench.checker(problem), expected_override=override)
+                entry["status"] = verdict.status
+                bad = next((i for i, t in enumerate(verdict.tests) if t.status != "pass"), None)
+                if verdict.status == "error":
+                    bad = 0  # the mutant did not load: every test fails
+                elif verdict.status == "sandbox_error":
+                    bad = None  # no verdict: left out of the mutation score
+                entry["first_fail"] = bad
+                bar.update(1)
+                remaining[task_id] -= 1
+                if remaining[task_id] == 0:
+                    finish(task_id)
+
+            run_jobs(executor, all_jobs, on_result=landed)
+        timing["mutants_s"] = time.perf_counter() - t0
+        timing["mutants_executed"] = len(all_jobs)
+
+
     results = tests_results(plugins, records, ks, cfg)
     results["timing"] = timing
     store.write_results(results)

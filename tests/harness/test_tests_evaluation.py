@@ -76,7 +76,13 @@ def test_generated_tests_are_scored(plugins, tmp_path):
     # Resumed: every task is taken from tasks.jsonl, nothing runs again.
     again = run(plugins, tmp_path, str(tests), ks=(1, 2, 5))
     assert again["metrics"] == m and again["timing"]["mutants_executed"] == 0
-    assert len((tmp_path / "run" / "tasks.jsonl").read_text().splitlines()) == 2
+    rows = (tmp_path / "run" / "tasks.jsonl").read_text().splitlines()
+    assert len(rows) == 2
+    # An interrupted run (the last task never written) recomputes that task only.
+    (tmp_path / "run" / "tasks.jsonl").write_text(rows[0] + "\n")
+    lost = json.loads(rows[1])
+    third = run(plugins, tmp_path, str(tests), ks=(1, 2, 5))
+    assert third["metrics"] == m and third["timing"]["mutants_executed"] == len(lost["mutants"])
 
 
 def test_golden_tests_are_the_ceiling(plugins, tmp_path):
