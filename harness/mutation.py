@@ -32,11 +32,18 @@ class Mutant:
                                             f"a/{name}", f"b/{name}", n=1))
 
 
-def _operators():
+def require() -> None:
+    """Fail clearly, before any work, when cosmic-ray is missing."""
     try:
-        import cosmic_ray.plugins
+        import cosmic_ray.plugins  # noqa: F401
     except ImportError as exc:
         raise MutationUnavailable("mutation testing needs cosmic-ray: pip install 'codea1[mutation]'") from exc
+
+
+def _operators():
+    require()
+    import cosmic_ray.plugins
+
     for name in cosmic_ray.plugins.operator_names():
         cls = cosmic_ray.plugins.get_operator(name)
         if not cls.arguments():  # operators with arguments run only when configured, as in init

@@ -226,8 +226,14 @@ def _coverage_job(problem: Problem, sources: list[str], ks: list[int], timeout: 
 
 
 def evaluate_tests(plugins: Plugins, cfg: EvaluateTestsConfig) -> dict[str, Any]:
-    from harness.mutation import generate_mutants
+    import importlib.util
 
+    from harness.mutation import MutationUnavailable, generate_mutants, require
+
+    require()
+    if cfg.coverage and importlib.util.find_spec("coverage") is None:
+        raise MutationUnavailable("the coverage stage needs coverage.py: pip install 'codea1[mutation]' "
+                                  "(or pass --no-coverage)")
     bench = plugins.benchmarks.create(cfg.benchmark, {**cfg.benchmark_options, **({"data": cfg.data} if cfg.data else {})})
     problems = {p.task_id: p for p in bench.load()}
     ks = sorted(set(cfg.k))
