@@ -4,9 +4,10 @@ On top of everything the child of a zygote gets (rlimits, seccomp, Landlock, pri
 dir; see ``plugins.executors.subprocess``), the whole zygote runs in its own user, pid,
 network, IPC and UTS namespaces with a read-only view of the system, fresh /dev and /proc,
 private tmpfs over /tmp and the other ``hide`` directories (the interpreter's own paths are
-bound back read-only), no capabilities. (Not --die-with-parent: its death signal is tied to the thread that started
-bwrap, and pools start zygotes from worker threads. A zygote exits when its stdin closes,
-which happens when the harness dies, and bwrap's pid namespace takes everything with it.)
+bound back read-only), no capabilities. (Not --die-with-parent: its death signal is tied
+to the thread that started bwrap, and pools start zygotes from worker threads. A zygote
+exits when its stdin closes, which happens when the harness dies, and bwrap's pid
+namespace takes everything with it.)
 
 Options: those of ``subprocess`` plus ``hide`` (comma-separated directories replaced by
 empty tmpfs). Needs the ``bwrap`` binary (Debian: bubblewrap); without it, selecting this
@@ -19,7 +20,7 @@ import os
 from dataclasses import dataclass
 
 from harness.hookspecs import hookimpl
-from plugins.executors.subprocess import SubprocessOptions, ZygoteExecutor, find_binary, runtime_paths
+from plugins.executors.subprocess import SubprocessOptions, ZygoteExecutor, find_binary, runtime_paths, under
 
 DEFAULT_HIDE = "/tmp,/var/tmp,/root,/home,/run,/dev/shm,/mnt,/media"
 
@@ -27,10 +28,6 @@ DEFAULT_HIDE = "/tmp,/var/tmp,/root,/home,/run,/dev/shm,/mnt,/media"
 @dataclass
 class BubblewrapOptions(SubprocessOptions):
     hide: str = DEFAULT_HIDE
-
-
-def under(path: str, roots: list[str]) -> bool:
-    return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
 
 
 class BubblewrapExecutor(ZygoteExecutor):

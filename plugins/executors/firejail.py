@@ -16,8 +16,7 @@ import os
 from dataclasses import dataclass
 
 from harness.hookspecs import hookimpl
-from plugins.executors.bubblewrap import under
-from plugins.executors.subprocess import SubprocessOptions, ZygoteExecutor, find_binary, runtime_paths
+from plugins.executors.subprocess import SubprocessOptions, ZygoteExecutor, find_binary, runtime_paths, under
 
 # Where firejail's --whitelist applies; paths elsewhere stay visible read-only.
 WHITELISTABLE = ["/tmp", "/home", "/root", "/opt", "/srv", "/mnt", "/media"]

@@ -5,8 +5,9 @@ forked child with rlimits (address space, CPU time, file size), a seccomp filter
 new processes and exec, a private temporary working directory, a scrubbed environment,
 captured and capped stdout/stderr, where the OS allows no network (a network namespace of
 its own) and a Landlock domain (writes only beneath its temporary directory, no signals to
-processes outside it). When seccomp is off (programs that must start processes), the zygote
-is their subreaper and kills whatever they leave behind after each job. The zygote kills the child at the job's wall-clock deadline.
+processes outside it). The zygote kills the child at the job's wall-clock deadline. When
+seccomp is off (programs that must start processes), the zygote is their subreaper and
+kills whatever they leave behind after each job.
 
 Options (``--executor-opt KEY=VALUE``): ``preload`` (comma-separated modules imported once
 per zygote), ``file_mb`` (largest file the program may write), ``network`` ("isolate" or
@@ -59,7 +60,8 @@ class ZygoteExecutor(Executor):
             args.append("--no-seccomp")
         if not opts.landlock:
             args.append("--no-landlock")
-        self.pool = ZygotePool(self.workers, prefix=self.prefix(),
+        self.wrapper = self.prefix()
+        self.pool = ZygotePool(self.workers, prefix=self.wrapper,
                                preload=[m for m in opts.preload.split(",") if m], zygote_args=args)
 
     def prefix(self) -> list[str]:
@@ -67,7 +69,7 @@ class ZygoteExecutor(Executor):
         return []
 
     def info(self) -> dict:
-        return {"executor": self.name, "workers": self.workers, "wrapper": self.prefix(), **self.pool.start()}
+        return {"executor": self.name, "workers": self.workers, "wrapper": self.wrapper, **self.pool.start()}
 
     def run(self, jobs: Sequence[ExecJob], early_stop=None) -> Iterator[RawResult]:
         encode = PayloadEncoder()
@@ -97,6 +99,11 @@ def find_binary(executor: str, binary: str, package: str) -> str:
     return path
 
 
+def under(path: str, roots: list[str]) -> bool:
+    """True when ``path`` is one of ``roots`` or lies beneath one."""
+    return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
+
+
 def runtime_paths() -> list[str]:
     """Paths the zygote's interpreter must read: the Python installation, the virtual
     environment and every existing sys.path entry (the project itself among them)."""
@@ -105,7 +112,7 @@ def runtime_paths() -> list[str]:
     paths.update(p for p in sys.path[1:] if p and os.path.exists(p))  # [0]: the script's dir, as in the pool
     paths = sorted(os.path.realpath(p) for p in paths)
     # Drop paths already inside another one: one bind each is enough.
-    return [p for i, p in enumerate(paths) if not any(p.startswith(q.rstrip("/") + "/") for q in paths[:i])]
+    return [p for i, p in enumerate(paths) if not under(p, paths[:i])]
 
 
 class SubprocessExecutor(ZygoteExecutor):
