@@ -44,7 +44,10 @@ from harness.judge import judge
 from harness.records import ERROR, FAIL, PASS, TIMEOUT, ExecJob, TestCase
 
 GOOD = "def f(x):\n    return x + 1\n"
-MARKER = "codea1-hostile"  # the process name every case's program gives itself
+# The process name every case's program gives itself: one per test process, so that cases
+# running at the same time in other xdist workers (or other sessions) are not mistaken for
+# leftovers of this one. (/proc/PID/comm holds 15 characters; a pid fits in 6 hex digits.)
+MARKER = f"codea1h{os.getpid():x}"
 # First line of every case's program: name the process, so leftovers can be found by name.
 NAME_PROCESS = f"__import__('ctypes').CDLL(None).prctl(15, b'{MARKER}', 0, 0, 0)\n"
 
