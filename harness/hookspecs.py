@@ -64,7 +64,12 @@ def codea1_register_executors(registry: "Registry") -> None:
 
 @hookspec
 def codea1_register_generators(registry: "Registry") -> None:
-    """Add generator classes (code or test generators; e.g. hf, vllm, openai, replay)."""
+    """Add generator classes (subclasses of ``harness.generation.Generator``: hf, vllm,
+    openai, replay, ...).
+
+    A generator turns ``GenerationRequest``s (chat messages, how many samples, a seed) into
+    ``Generation``s (text, token counts, finish reason); it never parses or judges. Both
+    roles (code and tests) use the same generators; only the prompt differs."""
 
 
 @hookspec

@@ -18,10 +18,9 @@ it); metrics come from these records through the metric plugins whose ``applies_
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import json
-import re
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -30,6 +29,7 @@ from typing import Any
 from harness.asserts import AssertParseError, parse_assert
 from harness.execution import run_jobs
 from harness.judge import judge
+from harness.parsing import extract_tests
 from harness.plugin_manager import Plugins
 from harness.progress import stage_bar
 from harness.records import ExecJob, Problem, TestCase
@@ -62,8 +62,9 @@ class EvaluateTestsConfig:
     test_timeout: float = 5.0  # per test, when validating on the reference
     mut_task_set: str = "per-k"  # or "largest-k": the reference fork's quirk
     coverage: bool = True
+    suite: int = 0  # which suite of a task, when the tests file holds several (rows with "index")
 
-    IDENTITY = ("benchmark", "tests", "data", "benchmark_options", "mutant_timeout", "test_timeout")
+    IDENTITY = ("benchmark", "tests", "data", "benchmark_options", "mutant_timeout", "test_timeout", "suite")
 
 
 @dataclass
@@ -91,31 +92,20 @@ class TaskRecord:
 
 
 # -- reading tests ---------------------------------------------------------------------------
-_BLOCK = re.compile(r"```(?:python|py|Python)?[^\n]*\n(.*?)```", re.S)
 
 
 def asserts_from_completion(text: str) -> list[str]:
-    """Assert statements, in order, from the first python code block of a model's answer
-    (the whole text when it has no block). Lines that do not parse are skipped one by one."""
-    blocks = _BLOCK.findall(text)
-    code = blocks[0] if blocks else text
-    try:
-        tree = ast.parse(code)
-        return [ast.get_source_segment(code, node) for node in tree.body if isinstance(node, ast.Assert)]
-    except SyntaxError:
-        out = []
-        for line in code.splitlines():
-            if line.strip().startswith("assert"):
-                try:
-                    ast.parse(line.strip())
-                    out.append(line.strip())
-                except SyntaxError:
-                    out.append(line.strip())  # kept: an unparseable test is an invalid test
-        return out
+    """Assert statements, in order, from a model's answer (harness.parsing: the python block
+    holding the asserts, or the whole text); broken ones are kept, as invalid tests."""
+    return extract_tests(text, None, k=sys.maxsize).tests
 
 
-def read_tests_file(path: str, problems: dict[str, Problem]) -> dict[str, list[str]]:
+def read_tests_file(path: str, problems: dict[str, Problem], suite: int = 0) -> dict[str, list[str]]:
+    """One suite per task. A file from ``codea1 generate`` may hold several per task, each row
+    numbered by its ``index`` field: suite ``suite`` is read (for white-box files, the first
+    candidate code's). Rows without ``index`` are one per task."""
     out: dict[str, list[str]] = {}
+    seen: set[tuple] = set()
     try:
         lines = Path(path).read_text().splitlines()
     except OSError as exc:
@@ -133,18 +123,26 @@ def read_tests_file(path: str, problems: dict[str, Problem]) -> dict[str, list[s
         task = str(row["task_id"])
         if task not in problems:
             raise TestsFileError(f"{where}: field 'task_id': unknown task {task!r}")
-        if task in out:
-            raise TestsFileError(f"{where}: field 'task_id': task {task!r} appears twice")
+        index = row.get("index")
+        if index is not None and (not isinstance(index, int) or index < 0):
+            raise TestsFileError(f"{where}: field 'index' must be a suite number (an integer >= 0)")
+        key = (task, row.get("code_index"), index)
+        if key in seen:
+            suffix = f" with index {index}" if index is not None else " (number its suites with an 'index' field)"
+            raise TestsFileError(f"{where}: field 'task_id': task {task!r} appears twice{suffix}")
+        seen.add(key)
         if "tests" in row:
             if not isinstance(row["tests"], list) or not all(isinstance(t, str) for t in row["tests"]):
                 raise TestsFileError(f"{where}: field 'tests' must be a list of assert strings")
-            out[task] = list(row["tests"])
+            tests = list(row["tests"])
         elif "completion" in row:
             if not isinstance(row["completion"], str):
                 raise TestsFileError(f"{where}: field 'completion' must be a string")
-            out[task] = asserts_from_completion(row["completion"])
+            tests = asserts_from_completion(row["completion"])
         else:
             raise TestsFileError(f"{where}: neither field 'tests' nor field 'completion'")
+        if (index or 0) == suite and task not in out:
+            out[task] = tests
     return out
 
 
@@ -169,9 +167,6 @@ def _parse(problem: Problem, sources: list[str]) -> tuple[list[TestCase | None],
         except AssertParseError as exc:
             parsed.append(None)
             reasons.append(f"not a usable assert: {exc.reason}")
-        except SyntaxError as exc:
-            parsed.append(None)
-            reasons.append(f"syntax error: {exc.msg}")
     return parsed, reasons
 
 
@@ -244,7 +239,7 @@ def evaluate_tests(plugins: Plugins, cfg: EvaluateTestsConfig) -> dict[str, Any]
         golden = {t: p.tests for t, p in problems.items() if p.tests}
         chosen = {t: [golden_source(x, problems[t].entry_point) for x in tests[:kmax]] for t, tests in golden.items()}
     else:
-        chosen = {t: s[:kmax] for t, s in read_tests_file(cfg.tests, problems).items()}
+        chosen = {t: s[:kmax] for t, s in read_tests_file(cfg.tests, problems, cfg.suite).items()}
     config = {**asdict(cfg), "command": "evaluate-tests"}
     store = RunStore(cfg.out, config, EvaluateTestsConfig.IDENTITY, overwrite=cfg.overwrite, rows_name="tasks.jsonl")
     done = {r["task_id"]: TaskRecord(**r) for r in store.load_rows()}

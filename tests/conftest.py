@@ -46,3 +46,13 @@ def shared_file(*parts: str) -> Path:
 def codea1_command() -> list[str]:
     return [sys.executable, "-m", "harness.cli"]
 
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory) -> Path:
+    """A random-init Qwen2 model and a tokenizer trained here, saved as an HF directory."""
+    pytest.importorskip("torch", reason="torch is not installed (pip install 'codea1[hf]')")
+    pytest.importorskip("transformers", reason="transformers is not installed (pip install 'codea1[hf]')")
+    from harness.testing.tiny_model import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("tiny-model"))

@@ -26,7 +26,8 @@ def test_demo_evaluate_prints_a_table_and_resumes(tmp_path):
 def test_plugins_listing():
     result = codea1("plugins")
     assert result.returncode == 0
-    for name in ("subprocess", "pass@k", "avg@k", "humaneval+", "mbpp+", "bigcodebench", "ult", "kodcode", "demo"):
+    for name in ("subprocess", "pass@k", "avg@k", "humaneval+", "mbpp+", "bigcodebench", "ult", "kodcode", "demo",
+                 "hf", "vllm", "openai", "replay"):
         assert name in result.stdout
 
 

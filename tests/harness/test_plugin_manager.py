@@ -120,8 +120,11 @@ def test_a_name_taken_twice_is_an_error(tmp_path):
 
 
 def test_import_harness_stays_light():
-    code = ("import sys, harness, harness.cli, harness.plugin_manager, harness.evaluation\n"
-            "heavy = [m for m in ('torch', 'vllm', 'ray', 'openrlhf', 'transformers', 'evalplus', 'numpy') if m in sys.modules]\n"
+    code = ("import sys, harness, harness.cli, harness.plugin_manager, harness.evaluation, harness.generation, "
+            "harness.tts, harness.parsing, harness.prompts\n"
+            "harness.plugin_manager.load_plugins(autoload=False)  # every built-in plugin module, generators too\n"
+            "heavy = [m for m in ('torch', 'vllm', 'ray', 'openrlhf', 'transformers', 'evalplus', 'numpy', 'openai')"
+            " if m in sys.modules]\n"
             "print(heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "[]"

@@ -1,0 +1,266 @@
+"""Best-of-N test-time scaling: M candidate codes x N generated test suites per task.
+
+The paper's protocol (appendix "Test-time Scaling Design"): every code runs against every
+generated test; the code that passes the most *unique* tests (the union of the task's
+suites, duplicates counted once) is the answer, and its accuracy on the benchmark's golden
+tests is reported beside avg@M, the mean golden pass rate of all M codes (what sampling
+without selection gets), and pass@M-oracle (some code is right: the ceiling of selection).
+
+Ties: the earliest sample (lowest index in the codes file) among those with the most passes.
+That rule is deterministic and independent of executor order; since samples are i.i.d., it
+is as good as a random pick on average.
+
+Stages: ``golden`` is an ordinary ``codea1 evaluate`` run of the codes (in DIR/golden, so it
+resumes and dedupes as any evaluation); ``matrix`` runs each distinct code of a task once
+against all the task's unique generated tests (one executor job per code, no early stop),
+rows appended to DIR/matrix.jsonl as they land; selection and metrics are pure functions of
+the two. ``--curves`` adds CURE's view: accuracy of the selection over the first m codes
+with the first n suites, for a grid of (m, n).
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import time
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from harness.asserts import AssertParseError, parse_assert
+from harness.execution import batch_timeout, run_jobs
+from harness.judge import judge
+from harness.plugin_manager import Plugins
+from harness.progress import stage_bar
+from harness.records import PASS, SANDBOX_ERROR, ExecJob, Problem, TestCase
+from harness.runstore import RunStore
+from harness.samples import code_hash, load_samples
+from harness.tests_evaluation import TestsFileError, asserts_from_completion
+
+
+# -- pure selection ------------------------------------------------------------------------------
+def select_best(passes: Sequence[Sequence[bool]]) -> int:
+    """Index of the code passing the most tests; the lowest index among equals. ``passes[i][j]``:
+    code i passes unique test j."""
+    if not passes:
+        raise ValueError("no candidate codes")
+    counts = [sum(bool(x) for x in row) for row in passes]
+    return counts.index(max(counts))
+
+
+def grid(limit: int) -> list[int]:
+    """1, 2, 4, ... up to ``limit``, and ``limit`` itself."""
+    out, x = [], 1
+    while x < limit:
+        out.append(x)
+        x *= 2
+    return out + [limit] if limit else []
+
+
+def curves(tasks: Sequence[dict[str, Any]], ms: Sequence[int], ns: Sequence[int]) -> dict[str, float]:
+    """CURE's grid: for each (m, n), mean over tasks of the golden result of the code chosen
+    among the first m codes by the tests of the first n suites. Each task dict holds
+    ``passes`` (codes x unique tests), ``first_suite`` (per unique test, the first suite that
+    has it) and ``golden`` (per code)."""
+    out = {}
+    for m in ms:
+        for n in ns:
+            total = 0.0
+            for t in tasks:
+                codes = t["passes"][:m]
+                if not codes:
+                    continue
+                cols = [j for j, s in enumerate(t["first_suite"]) if s < n]
+                pick = select_best([[row[j] for j in cols] for row in codes])
+                total += bool(t["golden"][pick])
+            out[f"m={m},n={n}"] = total / len(tasks) if tasks else 0.0
+    return out
+
+
+def unique_tests(suites: Sequence[Sequence[str]]) -> tuple[list[str], list[int]]:
+    """The union of the suites in order of first appearance, duplicates (equal up to spacing
+    and quotes) once, with the first suite holding each."""
+    seen: dict[str, int] = {}
+    tests, first = [], []
+    for s, suite in enumerate(suites):
+        for src in suite:
+            try:
+                key = ast.dump(ast.parse(src.strip()))
+            except SyntaxError:
+                key = src.strip()
+            if key not in seen:
+                seen[key] = len(tests)
+                tests.append(src.strip())
+                first.append(s)
+    return tests, first
+
+
+# -- reading the suites --------------------------------------------------------------------------
+def read_suites(path: str, problems: dict[str, Problem]) -> dict[str, list[list[str]]]:
+    """Every suite of every task, in file order (a tests.jsonl from ``codea1 generate`` or
+    rows with ``tests`` or ``completion``)."""
+    out: dict[str, list[list[str]]] = defaultdict(list)
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise TestsFileError(f"--tests {path}: {exc.strerror}") from None
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        where = f"{path}:{lineno}"
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise TestsFileError(f"{where}: invalid JSON: {exc.msg}") from None
+        task = row.get("task_id") if isinstance(row, dict) else None
+        if task not in problems:
+            raise TestsFileError(f"{where}: field 'task_id': unknown or missing task {task!r}")
+        if isinstance(row.get("tests"), list) and all(isinstance(t, str) for t in row["tests"]):
+            out[task].append(list(row["tests"]))
+        elif isinstance(row.get("completion"), str):
+            out[task].append(asserts_from_completion(row["completion"]))
+        else:
+            raise TestsFileError(f"{where}: needs a 'tests' list of assert strings or a 'completion' string")
+    return dict(out)
+
+
+# -- the flow ------------------------------------------------------------------------------------
+@dataclass
+class TTSConfig:
+    benchmark: str
+    codes: str
+    tests: str
+    out: str
+    data: str | None = None
+    benchmark_options: dict[str, str] = field(default_factory=dict)
+    executor: str = "subprocess"
+    executor_options: dict[str, str] = field(default_factory=dict)
+    workers: int | None = None
+    test_timeout: float = 2.0
+    curves: bool = False
+    overwrite: bool = False
+    progress: bool = True
+
+    IDENTITY = ("benchmark", "codes", "tests", "data", "benchmark_options", "test_timeout")
+
+
+def best_of_n(plugins: Plugins, cfg: TTSConfig) -> dict[str, Any]:
+    from harness.evaluation import EvaluateConfig, evaluate
+
+    bench = plugins.benchmarks.create(cfg.benchmark, {**cfg.benchmark_options, **({"data": cfg.data} if cfg.data else {})})
+    problems = {p.task_id: p for p in bench.load()}
+    codes: dict[str, list[str]] = defaultdict(list)
+    for s in load_samples(cfg.codes, problems, bench.sample_code):
+        codes[s.task_id].append(s.code)
+    suites = read_suites(cfg.tests, problems)
+    store = RunStore(cfg.out, {**asdict(cfg), "command": "tts"}, TTSConfig.IDENTITY, overwrite=cfg.overwrite,
+                     rows_name="matrix.jsonl")
+    timing = {}
+
+    # 1. golden: an ordinary evaluation of every code
+    t0 = time.perf_counter()
+    golden_run = evaluate(plugins, EvaluateConfig(
+        benchmark=cfg.benchmark, out=str(Path(cfg.out) / "golden"), samples=cfg.codes, data=cfg.data,
+        executor=cfg.executor, executor_options=cfg.executor_options, benchmark_options=cfg.benchmark_options,
+        workers=cfg.workers, overwrite=cfg.overwrite, progress=cfg.progress))
+    timing["golden_s"] = round(time.perf_counter() - t0, 3)
+    skipped = golden_run["skipped_tasks"]
+    golden = {t: [s == PASS for s in d["statuses"]] for t, d in golden_run["tasks"].items() if t not in skipped}
+
+    # 2. matrix: each distinct code against the task's unique generated tests
+    per_task: dict[str, dict[str, Any]] = {}
+    jobs: dict[str, tuple[str, ExecJob]] = {}
+    done = {(r["task_id"], r["job"]): r for r in store.load_rows()}
+    rows: dict[tuple[str, str], dict] = {}
+    for task_id in sorted(golden):
+        p = problems[task_id]
+        tests, first = unique_tests(suites.get(task_id, []))
+        parsed: list[TestCase] = []
+        columns: list[int] = []  # which unique tests parsed into runnable tests
+        unparsed = []
+        for j, src in enumerate(tests):
+            try:
+                parsed.append(parse_assert(src, p.entry_point, f"gen/{j}"))
+                columns.append(j)
+            except AssertParseError as exc:
+                unparsed.append({"test": src, "reason": exc.reason})
+        tests_key = hashlib.sha256(json.dumps([tests, cfg.test_timeout]).encode()).hexdigest()[:16]
+        per_task[task_id] = {"task_id": task_id, "tests": tests, "first_suite": first, "columns": columns, "unparsed": unparsed,
+                             "suites": len(suites.get(task_id, [])), "tests_key": tests_key}
+        if not parsed:
+            continue
+        limits = [cfg.test_timeout] * len(parsed)
+        for code in dict.fromkeys(codes[task_id]):
+            job_id = f"{task_id}@{code_hash(code)}@{tests_key}"
+            if (task_id, job_id) in done:
+                rows[(task_id, job_id)] = done[(task_id, job_id)]
+                continue
+            jobs[job_id] = (task_id, ExecJob(job_id=job_id, code=code, tests=parsed, entry_point=p.entry_point,
+                                             prelude=p.prelude, time_limits=limits, batch_timeout=batch_timeout(limits),
+                                             memory_mb=bench.memory_mb, fail_fast=False, large_output="value"))
+    t0 = time.perf_counter()
+    executor = plugins.executors.create(cfg.executor, cfg.executor_options, workers=cfg.workers)
+    with executor, stage_bar("matrix", len(jobs), cfg.progress) as bar:
+        store.write_environment({"executor": executor.info()})
+
+        def landed(raw):
+            task_id, job = jobs[raw.job_id]
+            v = judge(task_id, 0, job, raw, bench.checker(problems[task_id]))
+            row = {"task_id": task_id, "job": raw.job_id, "status": v.status,
+                   "passes": [t.status == "pass" for t in v.tests]}
+            rows[(task_id, raw.job_id)] = row
+            store.append_row(row)
+            bar.update(1)
+
+        run_jobs(executor, [j for _, j in jobs.values()], on_result=landed)
+    timing["matrix_s"] = round(time.perf_counter() - t0, 3)
+
+    # 3. selection, from the golden verdicts and the matrix
+    selection_tasks = []
+    sandbox_errors = 0
+    for task_id, info in per_task.items():
+        width = len(info["tests"])
+        passes = []
+        for code in codes[task_id]:
+            job_id = f"{task_id}@{code_hash(code)}@{info['tests_key']}"
+            row = rows.get((task_id, job_id))
+            full = [False] * width
+            if row is not None:
+                sandbox_errors += row["status"] == SANDBOX_ERROR
+                for col, ok in zip(info["columns"], row["passes"]):
+                    full[col] = ok
+            passes.append(full)
+        chosen = select_best(passes)
+        info.update(passes=passes, golden=golden[task_id], chosen=chosen,
+                    chosen_correct=golden[task_id][chosen], pass_counts=[sum(r) for r in passes])
+        selection_tasks.append(info)
+    n_tasks = len(selection_tasks)
+
+    def mean(xs):
+        xs = list(xs)
+        return sum(xs) / len(xs) if xs else 0.0
+
+    metrics = {"best_of_n": mean(t["chosen_correct"] for t in selection_tasks),
+               "avg_at_m": mean(mean(t["golden"]) for t in selection_tasks),
+               "oracle": mean(any(t["golden"]) for t in selection_tasks)}
+    results: dict[str, Any] = {
+        "command": "tts", "benchmark": cfg.benchmark, "codes": cfg.codes, "tests": cfg.tests, "metrics": metrics,
+        "selection_rule": "most unique generated tests passed; ties: the lowest sample index",
+        "counts": {"tasks": n_tasks, "max_codes": max((len(t["golden"]) for t in selection_tasks), default=0),
+                   "max_suites": max((t["suites"] for t in selection_tasks), default=0),
+                   "unique_tests": sum(len(t["tests"]) for t in selection_tasks),
+                   "unparsed_tests": sum(len(t["unparsed"]) for t in selection_tasks),
+                   "tasks_without_tests": sum(1 for t in selection_tasks if not t["columns"]),
+                   "matrix_sandbox_errors": sandbox_errors, "skipped_tasks": len(skipped)},
+        "timing": timing, "skipped_tasks": skipped,
+        "tasks": {t["task_id"]: {k: t[k] for k in ("chosen", "chosen_correct", "pass_counts", "golden", "suites",
+                                                   "unparsed")} | {"unique_tests": len(t["tests"])}
+                  for t in selection_tasks},
+    }
+    if cfg.curves:
+        results["curves"] = curves(selection_tasks, grid(results["counts"]["max_codes"]),
+                                   [0] + grid(results["counts"]["max_suites"]))
+    store.write_results(results)
+    return results

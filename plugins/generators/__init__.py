@@ -1,0 +1,1 @@
+"""Generator plugins, one module per backend: hf, vllm, openai, replay."""
