@@ -92,25 +92,24 @@ def test_a_prompt_file_overrides_the_paper_text(plugins, tmp_path):
     assert config["prompt_text"]["system"] == "Be brief."  # the text used is part of the run's identity
 
 
-def test_replay_re_scores_saved_responses_and_refuses_missing_ones(plugins, tmp_path):
-    saved = tmp_path / "saved.jsonl"
-    saved.write_text("".join(json.dumps({"task_id": "demo/0", "raw": f"```python\n{t}\n```"}) + "\n"
-                             for t in ("def digit_sum(n):\n    return 6", "def digit_sum(n):\n    return sum(map(int, str(n)))")))
-    result = generate(plugins, GenerateConfig(benchmark="demo", role="code", generator="replay", out=str(tmp_path / "r"),
-                                              n=2, tasks=["demo/0"], generator_options={"file": str(saved)},
-                                              progress=False))
-    rows = [json.loads(line) for line in (tmp_path / "r" / "samples.jsonl").open()]
-    assert [r["solution"] for r in rows] == ["def digit_sum(n):\n    return 6\n",
-                                             "def digit_sum(n):\n    return sum(map(int, str(n)))\n"]
-    assert result["this_run"]["cache_hits"] == 0 and rows[0]["finish_reason"] == "replayed"
-    with pytest.raises(GenerationError, match=r"saved.jsonl holds 2 sample\(s\) of demo/0; sample 2 was asked for"):
-        generate(plugins, GenerateConfig(benchmark="demo", role="code", generator="replay", out=str(tmp_path / "r"),
-                                         n=3, tasks=["demo/0"], generator_options={"file": str(saved)}, progress=False))
-    assert len((tmp_path / "r" / "samples.jsonl").read_text().splitlines()) == 2  # nothing lost
-    saved.write_text('{"task_id": "demo/0", "raw": "x"}\n{"task_id": 3}\n')
-    with pytest.raises(GenerationError, match=r"saved.jsonl:2: field 'task_id' is missing or not a string"):
-        generate(plugins, GenerateConfig(benchmark="demo", role="code", generator="replay", out=str(tmp_path / "x"),
-                                         n=1, generator_options={"file": str(saved)}, progress=False))
+def test_the_generator_example_of_the_plugin_guide_works_as_a_plugin_file(tmp_path):
+    """The guide's example, cut out of docs/plugins.md, loaded with --plugin and run."""
+    guide = (ROOT / "docs" / "plugins.md").read_text()
+    section = guide[guide.index("## Writing a generator"):]
+    code = section[section.index("```python\n") + 10:section.index("\n```", section.index("```python\n"))]
+    plugin = tmp_path / "echo_plugin.py"
+    plugin.write_text(code)
+    out = tmp_path / "echo"
+    assert main(["--plugin", str(plugin), "generate", "--role", "code", "--benchmark", "demo", "--generator", "echo",
+                 "--generator-opt", "prefix=def f(): return 1  # ", "--n", "2", "--limit", "2", "--no-progress",
+                 "--cache-dir", str(tmp_path / "cache"), "--out", str(out)]) == 0
+    rows = [json.loads(line) for line in (out / "samples.jsonl").open()]
+    assert len(rows) == 4 and all(r["raw"].startswith("def f(): return 1  # ") for r in rows)
+    again = tmp_path / "echo2"  # its identity() turns the cache on: a second run is served from it
+    assert main(["--plugin", str(plugin), "generate", "--role", "code", "--benchmark", "demo", "--generator", "echo",
+                 "--generator-opt", "prefix=def f(): return 1  # ", "--n", "2", "--limit", "2", "--no-progress",
+                 "--cache-dir", str(tmp_path / "cache"), "--out", str(again)]) == 0
+    assert json.loads((again / "results.json").read_text())["this_run"]["cache_hits"] == 4
 
 
 def test_cli_errors_are_clear(tmp_path):

@@ -31,3 +31,9 @@ def test_every_builtin_executor_runs_the_conformance_suite(plugins):
     suite = (ROOT / "tests" / "plugins" / "executors" / "test_conformance.py").read_text()
     missing = [name for name in plugins.executors.names() if f'make(plugins, "{name}"' not in suite]
     assert not missing, f"executors without a conformance class: {missing}"
+
+
+def test_every_builtin_generator_has_its_test_module(plugins):
+    folder = ROOT / "tests" / "plugins" / "generators"
+    missing = [name for name in plugins.generators.names() if not (folder / f"test_{name}.py").exists()]
+    assert not missing, f"generators without tests/plugins/generators/test_<name>.py: {missing}"
