@@ -29,8 +29,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from harness.parsing import extract_code, extract_tests
 from harness.plugin_manager import Plugins
 from harness.progress import stage_bar
+from harness.prompts import DEFAULT_PROMPT, get_prompt, question_text
+from harness.records import Problem
+from harness.registry import did_you_mean, parse_options
 from harness.runstore import RunStore
 
 ROLES = ("code", "tests")
@@ -238,25 +242,18 @@ def _white_box_codes(path: str, problems, bench) -> dict[str, list[str]]:
 
 
 def generate(plugins: Plugins, cfg: GenerateConfig) -> dict[str, Any]:
-    from harness.parsing import extract_code, extract_tests
-    from harness.prompts import DEFAULT_PROMPT, get_prompt, question_text
-
     if cfg.role not in ROLES:
         raise ValueError(f"--role {cfg.role!r}: expected one of {', '.join(ROLES)}")
     if cfg.n < 1 or cfg.k < 1:
         raise ValueError("--n and --k must be at least 1")
     if cfg.white_box_from and cfg.role != "tests":
         raise ValueError("--white-box-from is for --role tests")
-    from harness.registry import parse_options
-
     # A wrong generator name or option fails before anything is written.
     parse_options(plugins.generators.get(cfg.generator), cfg.generator_options)
     bench = plugins.benchmarks.create(cfg.benchmark, {**cfg.benchmark_options, **({"data": cfg.data} if cfg.data else {})})
     problems = {p.task_id: p for p in bench.load()}
     task_ids = list(problems)
     if cfg.tasks:
-        from harness.registry import did_you_mean
-
         for t in cfg.tasks:
             if t not in problems:
                 raise ValueError(f"--tasks: {t!r} is not a task of {cfg.benchmark}{did_you_mean(t, problems)}")
@@ -268,7 +265,7 @@ def generate(plugins: Plugins, cfg: GenerateConfig) -> dict[str, Any]:
         raise ValueError(f"prompt {prompt.name!r} has no {{code}}: a white-box suite needs the code it attacks")
     codes = _white_box_codes(cfg.white_box_from, problems, bench) if cfg.white_box_from else {}
 
-    config = {**{k: v for k, v in asdict(cfg).items()}, "command": "generate",
+    config = {**asdict(cfg), "command": "generate",
               "prompt": prompt.name, "prompt_text": {"system": prompt.system, "user": prompt.user}}
     store = RunStore(cfg.out, config, GenerateConfig.IDENTITY, overwrite=cfg.overwrite, rows_name=rows_name(cfg.role))
     have: dict[str, int] = defaultdict(int)
@@ -305,21 +302,8 @@ def generate(plugins: Plugins, cfg: GenerateConfig) -> dict[str, Any]:
                 if len(gens) != req.n:
                     raise GenerationError(f"generator {cfg.generator!r} returned {len(gens)} samples for "
                                           f"{req.unit}, asked for {req.n}")
-                p = problems[req.task_id]
                 for index, g in zip(req.indices, gens):
-                    row: dict[str, Any] = {"task_id": req.task_id, "index": index}
-                    if req.code_index is not None:
-                        row["code_index"] = req.code_index
-                    if cfg.role == "code":
-                        ex = extract_code(g.text, p.entry_point)
-                        row["solution"] = _with_prompt_imports(p.prompt, ex.code)
-                        row["extraction"] = {k: v for k, v in ex.to_json().items() if k != "code"}
-                    else:
-                        ex = extract_tests(g.text, p.entry_point, cfg.k)
-                        row["tests"] = ex.tests
-                        row["parse"] = {k: v for k, v in ex.to_json().items() if k != "tests"}
-                    row.update({"raw": g.text, "finish_reason": g.finish_reason, "prompt_tokens": g.prompt_tokens,
-                                "completion_tokens": g.completion_tokens})
+                    row = sample_row(cfg.role, cfg.k, problems[req.task_id], req, index, g)
                     store.append_row(row)
                     stats["samples"] += 1
                     stats["prompt_tokens"] += g.prompt_tokens
@@ -341,6 +325,25 @@ def generate(plugins: Plugins, cfg: GenerateConfig) -> dict[str, Any]:
                "parsing": parsing_summary(rows, cfg.role)}
     store.write_results(results)
     return results
+
+
+def sample_row(role: str, k: int, problem: Problem, req: GenerationRequest, index: int, g: Generation) -> dict:
+    """One line of samples.jsonl (evalplus' task_id + solution) or tests.jsonl, with the raw
+    response and what parsing made of it."""
+    row: dict[str, Any] = {"task_id": req.task_id, "index": index}
+    if req.code_index is not None:
+        row["code_index"] = req.code_index
+    if role == "code":
+        ex = extract_code(g.text, problem.entry_point)
+        row["solution"] = _with_prompt_imports(problem.prompt, ex.code)
+        row["extraction"] = {key: v for key, v in ex.to_json().items() if key != "code"}
+    else:
+        suite = extract_tests(g.text, problem.entry_point, k)
+        row["tests"] = suite.tests
+        row["parse"] = {key: v for key, v in suite.to_json().items() if key != "tests"}
+    row.update({"raw": g.text, "finish_reason": g.finish_reason, "prompt_tokens": g.prompt_tokens,
+                "completion_tokens": g.completion_tokens})
+    return row
 
 
 def _unit(task_id: str, code_index: int | None) -> str:

@@ -75,7 +75,8 @@ class CodeExtraction:
 
 
 def extract_code(response: str, entry_point: str | None = None, sanitize: bool = True) -> CodeExtraction:
-    blocks = [b for b in code_blocks(response) if b.language in _PYTHON_TAGS]
+    every = code_blocks(response)
+    blocks = [b for b in every if b.language in _PYTHON_TAGS]
     notes = []
     if blocks:
         chosen = blocks[0]
@@ -85,7 +86,7 @@ def extract_code(response: str, entry_point: str | None = None, sanitize: bool =
                 notes.append(f"block {chosen.position} does not define {entry_point}; took block {later.position}")
                 chosen = later
         code = chosen.text
-        source = f"block {chosen.position} of {len(code_blocks(response))}"
+        source = f"block {chosen.position} of {len(every)}"
     else:
         code, source = response, "unfenced"
     sanitizer = "off"
@@ -171,7 +172,8 @@ def _normal(test_source: str) -> str:
 
 
 def extract_tests(response: str, entry_point: str | None, k: int) -> TestsExtraction:
-    blocks = [b for b in code_blocks(response) if b.language in _PYTHON_TAGS]
+    every = code_blocks(response)
+    blocks = [b for b in every if b.language in _PYTHON_TAGS]
     counts = [(len(re.findall(r"^\s*assert\b", b.text, re.M)), b) for b in blocks]
     rejected: list[RejectedLine] = []
     if any(n for n, _ in counts):
@@ -179,7 +181,7 @@ def extract_tests(response: str, entry_point: str | None, k: int) -> TestsExtrac
         # equals), so a solution block that ends in a sample assert is not taken for it.
         best = max(n for n, _ in counts)
         chosen = next(b for n, b in counts if n == best)
-        code, source = chosen.text, f"block {chosen.position} of {len(code_blocks(response))}"
+        code, source = chosen.text, f"block {chosen.position} of {len(every)}"
         for n, b in counts:
             if n and b is not chosen:
                 rejected.append(RejectedLine(0, f"<block {b.position}>", f"{n} assert(s) in another block, not read"))

@@ -1,6 +1,6 @@
-"""The run directory: config.json, environment.json, verdicts.jsonl (appended as verdicts
-land), results.json (at the end). Rerunning the same command resumes; ``overwrite`` starts
-over. Nothing ever prompts."""
+"""The run directory: config.json, environment.json, a rows file (verdicts.jsonl, tasks.jsonl,
+samples.jsonl, ...; one row appended per finished unit), results.json (at the end).
+Rerunning the same command resumes; ``overwrite`` starts over. Nothing ever prompts."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ class RunStore:
                  rows_name: str = "verdicts.jsonl"):
         self.dir = Path(out_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.verdicts_path = self.dir / rows_name  # one JSON row per finished unit, appended
+        self.rows_path = self.dir / rows_name  # one JSON row per finished unit, appended
         self.config_path = self.dir / "config.json"
         if overwrite:
             for name in (rows_name, "results.json", "config.json", "environment.json"):
@@ -75,10 +75,10 @@ class RunStore:
         """Rows of an earlier attempt, each through ``convert``. A torn last line (the process
         died mid-write) is dropped and cut from the file; a bad line elsewhere is an error
         naming it."""
-        if not self.verdicts_path.exists():
+        if not self.rows_path.exists():
             return []
         done: list = []
-        raw = self.verdicts_path.read_bytes()
+        raw = self.rows_path.read_bytes()
         lines = raw.split(b"\n")
         good_bytes = 0
         for i, line in enumerate(lines):
@@ -89,10 +89,10 @@ class RunStore:
                 v = convert(json.loads(line))
             except (json.JSONDecodeError, TypeError, ValueError) as exc:
                 if i == len(lines) - 1 or (i == len(lines) - 2 and not lines[-1].strip()):
-                    with open(self.verdicts_path, "r+b") as fh:
+                    with open(self.rows_path, "r+b") as fh:
                         fh.truncate(good_bytes)
                     break
-                raise RunStoreError(f"{self.verdicts_path}:{i + 1}: unreadable row ({exc}); pass --overwrite") from None
+                raise RunStoreError(f"{self.rows_path}:{i + 1}: unreadable row ({exc}); pass --overwrite") from None
             done.append(v)
             good_bytes += len(line) + 1
         return done
@@ -101,7 +101,7 @@ class RunStore:
         self.append_row(verdict.to_json())
 
     def append_row(self, row: dict[str, Any]) -> None:
-        with open(self.verdicts_path, "a", encoding="utf-8") as fh:
+        with open(self.rows_path, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(row, separators=(",", ":"), default=str) + "\n")
             fh.flush()
 
