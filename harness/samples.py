@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-import json
 import os
 from collections import defaultdict
 from pathlib import Path
 from typing import Callable
 
+from harness.jsonl import json_rows
 from harness.records import CodeSample, Problem
 
 
@@ -62,14 +62,4 @@ def _records(path: str):
                 task_id = task_dir.name.replace("_", "/", 1) if "/" not in task_dir.name else task_dir.name
                 yield str(f), {"task_id": task_id, "solution": f.read_text()}
         return
-    with open(p, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise SamplesError(f"{path}:{lineno}: invalid JSON ({exc.msg} at column {exc.colno})") from None
-            if not isinstance(record, dict):
-                raise SamplesError(f"{path}:{lineno}: a sample must be a JSON object")
-            yield f"{path}:{lineno}", record
+    yield from json_rows(path, SamplesError, what="a sample")

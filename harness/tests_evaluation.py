@@ -23,11 +23,11 @@ import json
 import sys
 import time
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from harness.asserts import AssertParseError, parse_assert
 from harness.execution import run_jobs
+from harness.jsonl import json_rows
 from harness.judge import judge
 from harness.parsing import extract_tests
 from harness.plugin_manager import Plugins
@@ -100,25 +100,11 @@ def asserts_from_completion(text: str) -> list[str]:
     return extract_tests(text, None, k=sys.maxsize).tests
 
 
-def read_tests_file(path: str, problems: dict[str, Problem], suite: int = 0) -> dict[str, list[str]]:
-    """One suite per task. A file from ``codea1 generate`` may hold several per task, each row
-    numbered by its ``index`` field: suite ``suite`` is read (for white-box files, the first
-    candidate code's). Rows without ``index`` are one per task."""
-    out: dict[str, list[str]] = {}
-    seen: set[tuple] = set()
-    try:
-        lines = Path(path).read_text().splitlines()
-    except OSError as exc:
-        raise TestsFileError(f"--tests {path}: {exc.strerror}") from None
-    for lineno, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        where = f"{path}:{lineno}"
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise TestsFileError(f"{where}: invalid JSON: {exc.msg}") from None
-        if not isinstance(row, dict) or "task_id" not in row:
+def tests_rows(path: str, problems: dict[str, Problem]) -> Iterator[tuple[str, str, int | None, int | None, list[str]]]:
+    """Each suite of a tests file, in file order: ``(where, task_id, index, code_index, tests)``.
+    A row holds ``tests`` (assert strings) or ``completion`` (a model's answer, parsed)."""
+    for where, row in json_rows(path, TestsFileError, label="--tests ", what="a tests row"):
+        if "task_id" not in row:
             raise TestsFileError(f"{where}: field 'task_id' is missing")
         task = str(row["task_id"])
         if task not in problems:
@@ -126,11 +112,6 @@ def read_tests_file(path: str, problems: dict[str, Problem], suite: int = 0) -> 
         index = row.get("index")
         if index is not None and (not isinstance(index, int) or index < 0):
             raise TestsFileError(f"{where}: field 'index' must be a suite number (an integer >= 0)")
-        key = (task, row.get("code_index"), index)
-        if key in seen:
-            suffix = f" with index {index}" if index is not None else " (number its suites with an 'index' field)"
-            raise TestsFileError(f"{where}: field 'task_id': task {task!r} appears twice{suffix}")
-        seen.add(key)
         if "tests" in row:
             if not isinstance(row["tests"], list) or not all(isinstance(t, str) for t in row["tests"]):
                 raise TestsFileError(f"{where}: field 'tests' must be a list of assert strings")
@@ -141,6 +122,20 @@ def read_tests_file(path: str, problems: dict[str, Problem], suite: int = 0) -> 
             tests = asserts_from_completion(row["completion"])
         else:
             raise TestsFileError(f"{where}: neither field 'tests' nor field 'completion'")
+        yield where, task, index, row.get("code_index"), tests
+
+
+def read_tests_file(path: str, problems: dict[str, Problem], suite: int = 0) -> dict[str, list[str]]:
+    """One suite per task. A file from ``codea1 generate`` may hold several per task, each row
+    numbered by its ``index`` field: suite ``suite`` is read (for white-box files, the first
+    candidate code's). Rows without ``index`` are one per task."""
+    out: dict[str, list[str]] = {}
+    seen: set[tuple] = set()
+    for where, task, index, code_index, tests in tests_rows(path, problems):
+        if (task, code_index, index) in seen:
+            suffix = f" with index {index}" if index is not None else " (number its suites with an 'index' field)"
+            raise TestsFileError(f"{where}: field 'task_id': task {task!r} appears twice{suffix}")
+        seen.add((task, code_index, index))
         if (index or 0) == suite and task not in out:
             out[task] = tests
     return out

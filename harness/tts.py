@@ -37,7 +37,7 @@ from harness.progress import stage_bar
 from harness.records import PASS, SANDBOX_ERROR, ExecJob, Problem, TestCase
 from harness.runstore import RunStore
 from harness.samples import code_hash, load_samples
-from harness.tests_evaluation import TestsFileError, asserts_from_completion
+from harness.tests_evaluation import tests_rows
 
 
 # -- pure selection ------------------------------------------------------------------------------
@@ -99,30 +99,11 @@ def unique_tests(suites: Sequence[Sequence[str]]) -> tuple[list[str], list[int]]
 
 # -- reading the suites --------------------------------------------------------------------------
 def read_suites(path: str, problems: dict[str, Problem]) -> dict[str, list[list[str]]]:
-    """Every suite of every task, in file order (a tests.jsonl from ``codea1 generate`` or
+    """Every suite of every task, in file order (a tests.jsonl from ``codea1 generate``, or
     rows with ``tests`` or ``completion``)."""
     out: dict[str, list[list[str]]] = defaultdict(list)
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise TestsFileError(f"--tests {path}: {exc.strerror}") from None
-    for lineno, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        where = f"{path}:{lineno}"
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise TestsFileError(f"{where}: invalid JSON: {exc.msg}") from None
-        task = row.get("task_id") if isinstance(row, dict) else None
-        if task not in problems:
-            raise TestsFileError(f"{where}: field 'task_id': unknown or missing task {task!r}")
-        if isinstance(row.get("tests"), list) and all(isinstance(t, str) for t in row["tests"]):
-            out[task].append(list(row["tests"]))
-        elif isinstance(row.get("completion"), str):
-            out[task].append(asserts_from_completion(row["completion"]))
-        else:
-            raise TestsFileError(f"{where}: needs a 'tests' list of assert strings or a 'completion' string")
+    for _, task, _, _, tests in tests_rows(path, problems):
+        out[task].append(tests)
     return dict(out)
 
 

@@ -11,13 +11,13 @@ does not hold is an error naming the file and the task, never a silent gap.
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Iterator
 
 from harness.generation import Generation, GenerationError, GenerationRequest, Generator
 from harness.hookspecs import hookimpl
+from harness.jsonl import json_rows
 
 
 @dataclass
@@ -42,35 +42,23 @@ class ReplayGenerator(Generator):
 
     def _read(self, path: str) -> dict[tuple[str, int | None], dict[int, str]]:
         out: dict[tuple[str, int | None], dict[int, str]] = defaultdict(dict)
-        try:
-            fh = open(path, encoding="utf-8")
-        except OSError as exc:
-            raise GenerationError(f"replay file {path}: {exc.strerror}") from None
-        with fh:
-            for lineno, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                where = f"{path}:{lineno}"
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise GenerationError(f"{where}: invalid JSON ({exc.msg})") from None
-                if not isinstance(row, dict) or not isinstance(row.get("task_id"), str):
-                    raise GenerationError(f"{where}: field 'task_id' is missing or not a string")
-                text = row.get(self.options.field)
-                if text is None:
-                    text = row.get("solution", row.get("completion"))
-                if text is None and isinstance(row.get("tests"), list):
-                    text = "```python\n" + "\n".join(map(str, row["tests"])) + "\n```"
-                if not isinstance(text, str):
-                    raise GenerationError(f"{where}: no response: field {self.options.field!r} (or solution, "
-                                          f"completion, tests) is missing")
-                key = (row["task_id"], row.get("code_index"))
-                index = row.get("index", len(out[key]))
-                if not isinstance(index, int) or index in out[key]:
-                    raise GenerationError(f"{where}: field 'index': {index!r} is not a new sample number for "
-                                          f"{row['task_id']}")
-                out[key][index] = text
+        for where, row in json_rows(path, GenerationError, label="replay file "):
+            if not isinstance(row.get("task_id"), str):
+                raise GenerationError(f"{where}: field 'task_id' is missing or not a string")
+            text = row.get(self.options.field)
+            if text is None:
+                text = row.get("solution", row.get("completion"))
+            if text is None and isinstance(row.get("tests"), list):
+                text = "```python\n" + "\n".join(map(str, row["tests"])) + "\n```"
+            if not isinstance(text, str):
+                raise GenerationError(f"{where}: no response: field {self.options.field!r} (or solution, "
+                                      f"completion, tests) is missing")
+            key = (row["task_id"], row.get("code_index"))
+            index = row.get("index", len(out[key]))
+            if not isinstance(index, int) or index in out[key]:
+                raise GenerationError(f"{where}: field 'index': {index!r} is not a new sample number for "
+                                      f"{row['task_id']}")
+            out[key][index] = text
         return out
 
     def generate(self, requests: list[GenerationRequest]) -> Iterator[tuple[GenerationRequest, list[Generation]]]:
