@@ -124,3 +124,15 @@ def render_chatml(messages: list[dict[str, str]]) -> str:
     """The ChatML text the paper prints, ending with the assistant's turn opened."""
     parts = [f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages]
     return "".join(parts) + "<|im_start|>assistant\n"
+
+
+def chat_template_source(tokenizer) -> str:
+    """Where a tokenizer's prompts get their chat format (for environment.json)."""
+    return "tokenizer" if getattr(tokenizer, "chat_template", None) else "chatml (fallback)"
+
+
+def chat_prompt(tokenizer, messages: list[dict[str, str]]) -> str:
+    """The prompt text a local model sees: its tokenizer's chat template, ChatML without one."""
+    if getattr(tokenizer, "chat_template", None):
+        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    return render_chatml(messages)

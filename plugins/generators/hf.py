@@ -19,7 +19,7 @@ from typing import Iterator
 from harness.generation import (Generation, GenerationError, GenerationRequest, Generator, GeneratorUnavailable,
                                 model_fingerprint)
 from harness.hookspecs import hookimpl
-from harness.prompts import render_chatml
+from harness.prompts import chat_prompt, chat_template_source
 
 
 @dataclass
@@ -66,24 +66,18 @@ class HFGenerator(Generator):
             self.model, dtype=dtype, trust_remote_code=o.trust_remote_code, **extra).to(device)
         self.lm.eval()
         self.device = device
-        self.chat_template = "tokenizer" if getattr(self.tokenizer, "chat_template", None) else "chatml (fallback)"
 
     def identity(self):
         return {"generator": self.name, **model_fingerprint(self.model), "dtype": self.options.dtype}
 
     def info(self) -> dict:
         return {"name": self.name, "model": self.model, "device": self.device, "dtype": str(self.lm.dtype),
-                "chat_template": self.chat_template, "batch_size": self.options.batch_size}
-
-    def prompt_text(self, messages) -> str:
-        if self.chat_template == "tokenizer":
-            return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-        return render_chatml(messages)
+                "chat_template": chat_template_source(self.tokenizer), "batch_size": self.options.batch_size}
 
     def generate(self, requests: list[GenerationRequest]) -> Iterator[tuple[GenerationRequest, list[Generation]]]:
         # One row per sample; a request is yielded once all its rows are done.
         rows = [(r, i) for r in requests for i in range(r.n)]
-        texts = {id(r): self.prompt_text(r.messages) for r in requests}
+        texts = {id(r): chat_prompt(self.tokenizer, r.messages) for r in requests}
         done: dict[int, list[Generation | None]] = {id(r): [None] * r.n for r in requests}
         bs = self.options.batch_size
         for start in range(0, len(rows), bs):

@@ -19,7 +19,7 @@ from typing import Iterator
 from harness.generation import (Generation, GenerationError, GenerationRequest, Generator, GeneratorUnavailable,
                                 model_fingerprint)
 from harness.hookspecs import hookimpl
-from harness.prompts import render_chatml
+from harness.prompts import chat_prompt, chat_template_source
 
 
 @dataclass
@@ -57,19 +57,14 @@ class VLLMGenerator(Generator):
                             gpu_memory_utilization=o.gpu_memory_utilization, enforce_eager=o.enforce_eager,
                             trust_remote_code=o.trust_remote_code, seed=self.sampling.seed, **extra)
         self.tokenizer = self.llm.get_tokenizer()
-        self.chat_template = "tokenizer" if getattr(self.tokenizer, "chat_template", None) else "chatml (fallback)"
 
     def identity(self):
         return {"generator": self.name, **model_fingerprint(self.model), "dtype": self.options.dtype}
 
     def info(self) -> dict:
         return {"name": self.name, "model": self.model, "vllm": self.vllm.__version__,
-                "chat_template": self.chat_template, "tensor_parallel_size": self.options.tensor_parallel_size}
-
-    def prompt_text(self, messages) -> str:
-        if self.chat_template == "tokenizer":
-            return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-        return render_chatml(messages)
+                "chat_template": chat_template_source(self.tokenizer),
+                "tensor_parallel_size": self.options.tensor_parallel_size}
 
     def generate(self, requests: list[GenerationRequest]) -> Iterator[tuple[GenerationRequest, list[Generation]]]:
         s = self.sampling
@@ -77,7 +72,7 @@ class VLLMGenerator(Generator):
             chunk = requests[start:start + self.options.chunk]
             params = [self.vllm.SamplingParams(n=r.n, temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_tokens,
                                                seed=r.seed) for r in chunk]
-            prompts = [self.prompt_text(r.messages) for r in chunk]
+            prompts = [chat_prompt(self.tokenizer, r.messages) for r in chunk]
             outputs = self.llm.generate(prompts, params, use_tqdm=False)
             for req, out in zip(chunk, outputs):
                 n_prompt = len(out.prompt_token_ids or [])
