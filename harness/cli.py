@@ -41,6 +41,24 @@ def _ks(text: str) -> list[int]:
     return ks
 
 
+def _benchmark_flags(p: argparse.ArgumentParser, help: str) -> None:
+    p.add_argument("--benchmark", required=True, help=help)
+    p.add_argument("--data", help="benchmark data file or directory (default: the benchmark's own loader)")
+    p.add_argument("--benchmark-opt", action="append", default=[], metavar="KEY=VALUE", help="benchmark option")
+
+
+def _executor_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--executor", default="subprocess", help="executor name (default: subprocess)")
+    p.add_argument("--executor-opt", action="append", default=[], metavar="KEY=VALUE", help="executor option")
+    p.add_argument("--workers", type=int, help="parallel sandbox workers (default: all cores)")
+
+
+def _run_dir_flags(p: argparse.ArgumentParser, what: str = "run directory") -> None:
+    p.add_argument("--out", required=True, help=f"{what} (resumed when it exists)")
+    p.add_argument("--overwrite", action="store_true", help="discard what --out holds and start over")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="codea1", description="Evaluate and train code LLMs and test LLMs.")
     parser.add_argument("--plugin", action="append", default=[], metavar="PATH",
@@ -51,31 +69,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
     p = sub.add_parser("evaluate", help="score a samples file on a benchmark (pass@k, avg@k)")
-    p.add_argument("--benchmark", required=True, help="benchmark name (see `codea1 plugins`)")
-    p.add_argument("--data", help="benchmark data file or directory (default: the benchmark's own loader)")
+    _benchmark_flags(p, "benchmark name (see `codea1 plugins`)")
     p.add_argument("--samples", help="samples .jsonl (solution|completion per line) or evalplus samples directory")
-    p.add_argument("--executor", default="subprocess", help="executor name (default: subprocess)")
-    p.add_argument("--executor-opt", action="append", default=[], metavar="KEY=VALUE", help="executor option")
-    p.add_argument("--benchmark-opt", action="append", default=[], metavar="KEY=VALUE", help="benchmark option")
+    _executor_flags(p)
     p.add_argument("--k", type=_ks, default=[1], help="comma-separated k for pass@k/avg@k (default 1)")
-    p.add_argument("--workers", type=int, help="parallel sandbox workers (default: all cores)")
-    p.add_argument("--out", required=True, help="run directory (resumed when it exists)")
-    p.add_argument("--overwrite", action="store_true", help="discard what --out holds and start over")
-    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    _run_dir_flags(p)
     p.add_argument("--no-reference-cache", action="store_true", help="recompute reference outputs")
     p.add_argument("--no-dedupe", action="store_true",
                    help="execute every sample, even identical programs of the same task")
 
     p = sub.add_parser("evaluate-tests", help="score generated tests: test-pass@k, mut@k, coverage@k, Mul")
-    p.add_argument("--benchmark", required=True, help="benchmark with reference solutions (ult, demo, kodcode, ...)")
-    p.add_argument("--data", help="benchmark data file or directory")
+    _benchmark_flags(p, "benchmark with reference solutions (ult, demo, kodcode, ...)")
     p.add_argument("--tests", required=True,
                    help="tests .jsonl (task_id + tests list or completion per line), or 'golden' for the benchmark's own")
-    p.add_argument("--executor", default="subprocess", help="executor name (default: subprocess)")
-    p.add_argument("--executor-opt", action="append", default=[], metavar="KEY=VALUE", help="executor option")
-    p.add_argument("--benchmark-opt", action="append", default=[], metavar="KEY=VALUE", help="benchmark option")
+    _executor_flags(p)
     p.add_argument("--k", type=_ks, default=[1, 2, 5], help="comma-separated k (default 1,2,5)")
-    p.add_argument("--workers", type=int, help="parallel sandbox workers (default: all cores)")
     p.add_argument("--mutant-timeout", type=float, default=10.0, help="seconds per mutant, all its tests (default 10)")
     p.add_argument("--mut-task-set", choices=("per-k", "largest-k"), default="per-k",
                    help="tasks eligible for mut@k: per k (default), or the largest k's set for every k "
@@ -83,15 +91,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-coverage", action="store_true", help="skip the coverage stage")
     p.add_argument("--suite", type=int, default=0,
                    help="which suite of a task to score when the tests file holds several (default 0, the first)")
-    p.add_argument("--out", required=True, help="run directory (resumed when it exists)")
-    p.add_argument("--overwrite", action="store_true", help="discard what --out holds and start over")
-    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    _run_dir_flags(p)
 
     p = sub.add_parser("generate", help="sample code (samples.jsonl) or test suites (tests.jsonl) from a model")
     p.add_argument("--role", required=True, choices=("code", "tests"), help="what to generate")
-    p.add_argument("--benchmark", required=True, help="benchmark whose tasks are the questions")
-    p.add_argument("--data", help="benchmark data file or directory")
-    p.add_argument("--benchmark-opt", action="append", default=[], metavar="KEY=VALUE", help="benchmark option")
+    _benchmark_flags(p, "benchmark whose tasks are the questions")
     p.add_argument("--generator", required=True, help="generator name: hf, vllm, openai, replay (see `codea1 plugins`)")
     p.add_argument("--generator-opt", action="append", default=[], metavar="KEY=VALUE", help="generator option")
     p.add_argument("--model", help="checkpoint directory, hub name, or served model name")
@@ -109,25 +113,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tasks", help="comma-separated task ids: these tasks only")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the generation cache")
     p.add_argument("--cache-dir", help="generation cache (default $CODEA1_CACHE_DIR/generations or ~/.cache/codea1)")
-    p.add_argument("--out", required=True, help="output directory (resumed when it exists)")
-    p.add_argument("--overwrite", action="store_true", help="discard what --out holds and start over")
-    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    _run_dir_flags(p, "output directory")
 
     p = sub.add_parser("tts", help="Best-of-N: pick each task's code that passes the most unique generated tests")
-    p.add_argument("--benchmark", required=True, help="benchmark (its golden tests score the chosen code)")
-    p.add_argument("--data", help="benchmark data file or directory")
-    p.add_argument("--benchmark-opt", action="append", default=[], metavar="KEY=VALUE", help="benchmark option")
+    _benchmark_flags(p, "benchmark (its golden tests score the chosen code)")
     p.add_argument("--codes", required=True, help="samples .jsonl: the M candidate codes per task")
     p.add_argument("--tests", required=True, help="tests .jsonl: the N test suites per task")
-    p.add_argument("--executor", default="subprocess", help="executor name (default: subprocess)")
-    p.add_argument("--executor-opt", action="append", default=[], metavar="KEY=VALUE", help="executor option")
-    p.add_argument("--workers", type=int, help="parallel sandbox workers (default: all cores)")
+    _executor_flags(p)
     p.add_argument("--test-timeout", type=float, default=2.0, help="seconds per generated test (default 2)")
     p.add_argument("--curves", action="store_true",
                    help="also CURE's per-(n_code, n_test) accuracy grid over the first m codes and n suites")
-    p.add_argument("--out", required=True, help="run directory (resumed when it exists)")
-    p.add_argument("--overwrite", action="store_true", help="discard what --out holds and start over")
-    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    _run_dir_flags(p)
 
     p = sub.add_parser("dev", help="developer helpers")
     dev = p.add_subparsers(dest="dev_command", required=True)
