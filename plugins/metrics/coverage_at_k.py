@@ -25,18 +25,16 @@ class CoverageAtK(Metric):
     name = "coverage@k"
     description = "line coverage of the reference function by the first k tests (coverage.py)"
     applies_to = "tests"
+    kind = "line"  # which figure of the coverage record
 
     def compute_tests(self, records, k, task_set="per-k", largest_k=None):
-        return coverage_at_k(records, k, "line")
+        return coverage_at_k(records, k, self.kind)
 
 
-class BranchCoverageAtK(Metric):
+class BranchCoverageAtK(CoverageAtK):
     name = "branch-coverage@k"
     description = "branch coverage of the reference function by the first k tests (coverage.py)"
-    applies_to = "tests"
-
-    def compute_tests(self, records, k, task_set="per-k", largest_k=None):
-        return coverage_at_k(records, k, "branch")
+    kind = "branch"
 
 
 @hookimpl
