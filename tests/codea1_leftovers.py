@@ -13,25 +13,19 @@ import time
 
 import pytest
 
+from harness.sandbox.confine import process_table
+
 LEFTOVER_GRACE_SECONDS = float(os.environ.get("CODEA1_LEFTOVER_GRACE", "15"))
 
 
 def descendants(root: int) -> list[tuple[int, str]]:
     children: dict[int, list[int]] = {}
     names = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
+    for pid, ppid, state, name in process_table():
+        if state == "Z":  # a zombie holds no resources; its parent reaps it
             continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as fh:
-                stat = fh.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(b")") + 2:].split()
-        if fields[0] == b"Z":  # a zombie holds no resources; its parent reaps it
-            continue
-        children.setdefault(int(fields[1]), []).append(int(entry))
-        names[int(entry)] = stat[stat.find(b"(") + 1:stat.rfind(b")")].decode("utf-8", "replace")
+        children.setdefault(ppid, []).append(pid)
+        names[pid] = name
     found, stack = [], list(children.get(root, []))
     while stack:
         pid = stack.pop()

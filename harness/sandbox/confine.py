@@ -228,24 +228,33 @@ def become_subreaper() -> bool:
     return _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
 
 
+def process_table() -> list[tuple[int, int, str, str]]:
+    """``(pid, ppid, state, name)`` of every process in /proc (those that vanish meanwhile are
+    left out)."""
+    table = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # "pid (comm) state ppid ...": comm may hold spaces and parentheses
+        close = stat.rfind(b")")
+        fields = stat[close + 2:].split()
+        if len(fields) > 1:
+            name = stat[stat.find(b"(") + 1:close].decode("utf-8", "replace")
+            table.append((int(entry), int(fields[1]), fields[0].decode("ascii", "replace"), name))
+    return table
+
+
 def kill_orphans() -> int:
     """Kill every child process of ours (re-parented daemons included); returns how many."""
     me = os.getpid()
     killed = 0
     for _ in range(50):  # a daemon may fork while we scan: repeat until none is left
-        found = []
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry}/stat", "rb") as f:
-                    stat = f.read()
-            except OSError:
-                continue
-            # "pid (comm) state ppid ...": comm may hold spaces and parentheses
-            fields = stat[stat.rfind(b")") + 2:].split()
-            if len(fields) > 1 and int(fields[1]) == me:
-                found.append(int(entry))
+        found = [pid for pid, ppid, _state, _name in process_table() if ppid == me]
         if not found:
             break
         for pid in found:

@@ -42,6 +42,7 @@ from harness.asserts import parse_asserts
 from harness.execution import run_jobs
 from harness.judge import judge
 from harness.records import ERROR, FAIL, PASS, TIMEOUT, ExecJob, TestCase
+from harness.sandbox.confine import process_table
 
 GOOD = "def f(x):\n    return x + 1\n"
 # The process name every case's program gives itself: one per test process, so that cases
@@ -71,16 +72,7 @@ def marked_processes() -> list[int]:
 
 def processes_named(comm: str) -> list[int]:
     """Pids of every process on the machine whose name (/proc/PID/comm) is ``comm``."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/comm") as fh:
-                    if fh.read().strip() == comm:
-                        found.append(int(entry))
-            except OSError:
-                continue
-    return found
+    return [pid for pid, _ppid, _state, name in process_table() if name == comm]
 
 
 class ExecutorConformance:
