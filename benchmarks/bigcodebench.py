@@ -21,9 +21,9 @@ import importlib
 import os
 from dataclasses import dataclass
 
-from harness.benchmark import Benchmark, BenchmarkError, BenchmarkOptions
-from harness.hookspecs import hookimpl
-from harness.records import Problem, TestCase
+from codea1.harness.benchmark import Benchmark, BenchmarkError, BenchmarkOptions
+from codea1.harness.hookspecs import hookimpl
+from codea1.harness.records import Problem, TestCase
 
 
 @dataclass

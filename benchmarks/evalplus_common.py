@@ -21,9 +21,9 @@ import importlib
 import os
 from typing import Any
 
-from harness.benchmark import Benchmark, BenchmarkError
-from harness.judge import Checker, short_repr
-from harness.records import Problem, TestCase
+from codea1.harness.benchmark import Benchmark, BenchmarkError
+from codea1.harness.judge import Checker, short_repr
+from codea1.harness.records import Problem, TestCase
 
 
 def load_evalplus_problems(dataset: str, data: str | None) -> dict[str, dict]:

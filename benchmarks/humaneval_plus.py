@@ -5,9 +5,9 @@ evalplus downloads its default version. Tests are grouped as ``base`` (original 
 inputs) and ``plus``; results.json reports both (evalplus' "humaneval" and "humaneval+").
 """
 
-from harness.hookspecs import hookimpl
+from codea1.harness.hookspecs import hookimpl
 
-from benchmarks.evalplus_common import EvalplusBenchmark
+from codea1.benchmarks.evalplus_common import EvalplusBenchmark
 
 
 class HumanEvalPlus(EvalplusBenchmark):

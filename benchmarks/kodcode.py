@@ -12,11 +12,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from harness.benchmark import Benchmark, BenchmarkError
-from harness.hookspecs import hookimpl
-from harness.records import Problem, TestCase
+from codea1.harness.benchmark import Benchmark, BenchmarkError
+from codea1.harness.hookspecs import hookimpl
+from codea1.harness.records import Problem, TestCase
 
-from benchmarks.ult import read_records
+from codea1.benchmarks.ult import read_records
 
 
 class KodCode(Benchmark):

@@ -15,10 +15,10 @@ import ast
 import json
 import os
 
-from harness.asserts import parse_assert, AssertParseError
-from harness.benchmark import Benchmark, BenchmarkError
-from harness.hookspecs import hookimpl
-from harness.records import Problem
+from codea1.harness.asserts import parse_assert, AssertParseError
+from codea1.harness.benchmark import Benchmark, BenchmarkError
+from codea1.harness.hookspecs import hookimpl
+from codea1.harness.records import Problem
 
 # The imports the reference evaluation puts above each function and its tests.
 IMPORT_HEADER = ("import math\nimport re\nimport string\nimport itertools\nimport collections\nimport heapq\n"

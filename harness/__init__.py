@@ -2,4 +2,4 @@
 API and the CLI. Imports nothing heavy (torch, vllm, ray, openrlhf, transformers) and nothing
 from plugins/, benchmarks/, trainers/ or reports/."""
 
-__version__ = "0.1.0"
+

@@ -22,7 +22,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from harness.records import TestCase
+from codea1.harness.records import TestCase
 
 _OPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
         ast.In: "in", ast.NotIn: "not in", ast.Is: "is", ast.IsNot: "is not"}

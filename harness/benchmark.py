@@ -6,8 +6,8 @@ import importlib.util
 from dataclasses import dataclass
 from typing import Any
 
-from harness.judge import Checker
-from harness.records import Problem
+from codea1.harness.judge import Checker
+from codea1.harness.records import Problem
 
 
 @dataclass

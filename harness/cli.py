@@ -7,14 +7,14 @@ import json
 import sys
 from typing import Sequence
 
-from harness.benchmark import BenchmarkError
-from harness.execution import ExecutorUnavailable
-from harness.generation import GenerationError, GeneratorUnavailable
-from harness.mutation import MutationUnavailable
-from harness.plugin_manager import PluginLoadError, load_plugins
-from harness.registry import OptionError, UnknownPluginError
-from harness.runstore import RunStoreError
-from harness.samples import SamplesError
+from codea1.harness.benchmark import BenchmarkError
+from codea1.harness.execution import ExecutorUnavailable
+from codea1.harness.generation import GenerationError, GeneratorUnavailable
+from codea1.harness.mutation import MutationUnavailable
+from codea1.harness.plugin_manager import PluginLoadError, load_plugins
+from codea1.harness.registry import OptionError, UnknownPluginError
+from codea1.harness.runstore import RunStoreError
+from codea1.harness.samples import SamplesError
 
 USER_ERRORS = (BenchmarkError, ExecutorUnavailable, GeneratorUnavailable, GenerationError, MutationUnavailable,
                UnknownPluginError, OptionError, RunStoreError, SamplesError, PluginLoadError, FileNotFoundError,
@@ -151,7 +151,7 @@ def _fmt(x: float) -> str:
 
 
 def cmd_evaluate(plugins, args) -> int:
-    from harness.evaluation import EvaluateConfig, evaluate
+    from codea1.harness.evaluation import EvaluateConfig, evaluate
 
     cfg = EvaluateConfig(benchmark=args.benchmark, out=args.out, samples=args.samples, data=args.data,
                          executor=args.executor, executor_options=_key_values(args.executor_opt, "--executor-opt"),
@@ -179,7 +179,7 @@ def cmd_evaluate(plugins, args) -> int:
 
 
 def cmd_evaluate_tests(plugins, args) -> int:
-    from harness.tests_evaluation import EvaluateTestsConfig, evaluate_tests
+    from codea1.harness.tests_evaluation import EvaluateTestsConfig, evaluate_tests
 
     cfg = EvaluateTestsConfig(benchmark=args.benchmark, out=args.out, tests=args.tests, data=args.data,
                               executor=args.executor, executor_options=_key_values(args.executor_opt, "--executor-opt"),
@@ -198,7 +198,7 @@ def cmd_evaluate_tests(plugins, args) -> int:
 
 
 def cmd_generate(plugins, args) -> int:
-    from harness.generation import GenerateConfig, generate
+    from codea1.harness.generation import GenerateConfig, generate
 
     cfg = GenerateConfig(benchmark=args.benchmark, role=args.role, generator=args.generator, out=args.out,
                          model=args.model, n=args.n, temperature=args.temperature, top_p=args.top_p,
@@ -216,13 +216,13 @@ def cmd_generate(plugins, args) -> int:
           f"{run['seconds']:.1f} s, {run['completion_tokens']} completion tokens "
           f"({run['completion_tokens_per_s'] or 0:.1f}/s)")
     print("parsing: " + ", ".join(f"{k} {v}" for k, v in r["parsing"].items()))
-    from harness.generation import rows_name
+    from codea1.harness.generation import rows_name
     print(f"\nwrote {args.out}/{rows_name(args.role)}, results.json, config.json, environment.json")
     return 0
 
 
 def cmd_tts(plugins, args) -> int:
-    from harness.tts import TTSConfig, best_of_n
+    from codea1.harness.tts import TTSConfig, best_of_n
 
     cfg = TTSConfig(benchmark=args.benchmark, codes=args.codes, tests=args.tests, out=args.out, data=args.data,
                     benchmark_options=_key_values(args.benchmark_opt, "--benchmark-opt"), executor=args.executor,
@@ -241,7 +241,7 @@ def cmd_tts(plugins, args) -> int:
 
 
 def cmd_dev(plugins, args) -> int:
-    from harness.testing.tiny_model import build_tiny_model
+    from codea1.harness.testing.tiny_model import build_tiny_model
 
     print(f"wrote {build_tiny_model(args.directory, seed=args.seed)}")
     return 0

@@ -13,14 +13,14 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from harness.execution import batch_timeout, run_jobs, time_limits
-from harness.judge import RECHECK, judge
-from harness.plugin_manager import Plugins
-from harness.progress import stage_bar
-from harness.records import PASS, SANDBOX_ERROR, SKIPPED, VERDICT_STATUSES, CodeSample, ExecJob, Problem, Verdict
-from harness.reference import ReferenceRun, run_references
-from harness.runstore import RunStore
-from harness.samples import code_hash, load_samples
+from codea1.harness.execution import batch_timeout, run_jobs, time_limits
+from codea1.harness.judge import RECHECK, judge
+from codea1.harness.plugin_manager import Plugins
+from codea1.harness.progress import stage_bar
+from codea1.harness.records import PASS, SANDBOX_ERROR, SKIPPED, VERDICT_STATUSES, CodeSample, ExecJob, Problem, Verdict
+from codea1.harness.reference import ReferenceRun, run_references
+from codea1.harness.runstore import RunStore
+from codea1.harness.samples import code_hash, load_samples
 
 
 @dataclass

@@ -15,8 +15,8 @@ import json
 import os
 from typing import Callable, Iterable, Iterator, Sequence
 
-from harness import plaindata
-from harness.records import ExecJob, RawOutcome, RawResult, TestCase
+from codea1.harness import plaindata
+from codea1.harness.records import ExecJob, RawOutcome, RawResult, TestCase
 
 DEFAULT_MIN_TIME_LIMIT = 1.0  # evalplus' defaults
 DEFAULT_TIME_FACTOR = 4.0

@@ -29,13 +29,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from harness.parsing import extract_code, extract_tests
-from harness.plugin_manager import Plugins
-from harness.progress import stage_bar
-from harness.prompts import DEFAULT_PROMPT, get_prompt, question_text
-from harness.records import Problem
-from harness.registry import did_you_mean, parse_options
-from harness.runstore import RunStore
+from codea1.harness.parsing import extract_code, extract_tests
+from codea1.harness.plugin_manager import Plugins
+from codea1.harness.progress import stage_bar
+from codea1.harness.prompts import DEFAULT_PROMPT, get_prompt, question_text
+from codea1.harness.records import Problem
+from codea1.harness.registry import did_you_mean, parse_options
+from codea1.harness.runstore import RunStore
 
 ROLES = ("code", "tests")
 
@@ -233,7 +233,7 @@ def rows_name(role: str) -> str:
 
 
 def _white_box_codes(path: str, problems, bench) -> dict[str, list[str]]:
-    from harness.samples import load_samples
+    from codea1.harness.samples import load_samples
 
     codes: dict[str, list[str]] = defaultdict(list)
     for s in load_samples(path, problems, bench.sample_code):

@@ -4,8 +4,8 @@ Writing a plugin
 ================
 A plugin is a module (or any object) with functions marked ``@hookimpl``::
 
-    from harness.hookspecs import hookimpl
-    from harness.execution import Executor
+    from codea1.harness.hookspecs import hookimpl
+    from codea1.harness.execution import Executor
 
     class MyExecutor(Executor):
         name = "my-executor"
@@ -45,8 +45,8 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
-    from harness.records import Verdict
-    from harness.registry import Registry
+    from codea1.harness.records import Verdict
+    from codea1.harness.registry import Registry
 
 PROJECT = "codea1"
 hookspec = pluggy.HookspecMarker(PROJECT)

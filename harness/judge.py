@@ -5,7 +5,7 @@ from __future__ import annotations
 import reprlib
 from typing import Any, Callable
 
-from harness.records import (ERROR, FAIL, PASS, SANDBOX_ERROR, TIMEOUT, ExecJob, RawResult, TestCase,
+from codea1.harness.records import (ERROR, FAIL, PASS, SANDBOX_ERROR, TIMEOUT, ExecJob, RawResult, TestCase,
                              TestVerdict, Verdict)
 
 

@@ -19,7 +19,7 @@ import ast
 import re
 from dataclasses import asdict, dataclass, field
 
-from harness.asserts import AssertParseError, parse_assert
+from codea1.harness.asserts import AssertParseError, parse_assert
 
 _FENCE = re.compile(r"^[ \t]*```[ \t]*([\w+-]*)[^\n]*\n(.*?)^[ \t]*```", re.S | re.M)
 _UNCLOSED = re.compile(r"^[ \t]*```[ \t]*([\w+-]*)[^\n]*\n(.*)\Z", re.S | re.M)

@@ -18,34 +18,34 @@ from typing import Sequence
 
 import pluggy
 
-from harness import hookspecs
-from harness.registry import KINDS, Registry, UnknownPluginError, did_you_mean
+from codea1.harness import hookspecs
+from codea1.harness.registry import KINDS, Registry, UnknownPluginError, did_you_mean
 
 DISABLE_AUTOLOAD_ENV = "CODEA1_DISABLE_PLUGIN_AUTOLOAD"
 BUILTIN_DISTRIBUTION = "codea1 (built-in)"
 
 BUILTIN_PLUGINS = (
-    "plugins.executors.subprocess",
-    "plugins.executors.firejail",
-    "plugins.executors.bubblewrap",
-    "plugins.executors.sandbox_fusion",
-    "plugins.executors.ray",
-    "plugins.generators.hf",
-    "plugins.generators.vllm",
-    "plugins.generators.openai",
-    "plugins.generators.replay",
-    "plugins.metrics.pass_at_k",
-    "plugins.metrics.avg_at_k",
-    "plugins.metrics.accuracy",
-    "plugins.metrics.mutation_score",
-    "plugins.metrics.coverage_at_k",
-    "plugins.metrics.mul",
-    "benchmarks.demo",
-    "benchmarks.humaneval_plus",
-    "benchmarks.mbpp_plus",
-    "benchmarks.bigcodebench",
-    "benchmarks.ult",
-    "benchmarks.kodcode",
+    "codea1.plugins.executors.subprocess",
+    "codea1.plugins.executors.firejail",
+    "codea1.plugins.executors.bubblewrap",
+    "codea1.plugins.executors.sandbox_fusion",
+    "codea1.plugins.executors.ray",
+    "codea1.plugins.generators.hf",
+    "codea1.plugins.generators.vllm",
+    "codea1.plugins.generators.openai",
+    "codea1.plugins.generators.replay",
+    "codea1.plugins.metrics.pass_at_k",
+    "codea1.plugins.metrics.avg_at_k",
+    "codea1.plugins.metrics.accuracy",
+    "codea1.plugins.metrics.mutation_score",
+    "codea1.plugins.metrics.coverage_at_k",
+    "codea1.plugins.metrics.mul",
+    "codea1.benchmarks.demo",
+    "codea1.benchmarks.humaneval_plus",
+    "codea1.benchmarks.mbpp_plus",
+    "codea1.benchmarks.bigcodebench",
+    "codea1.benchmarks.ult",
+    "codea1.benchmarks.kodcode",
 )
 
 

@@ -16,7 +16,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.records import Problem
+from codea1.harness.records import Problem
 
 BUILTIN = Path(__file__).parent / "prompts" / "paper.toml"
 PLACEHOLDERS = ("question", "code", "k", "entry_point")
@@ -88,7 +88,7 @@ def load_prompts(override: str | None = None) -> dict[str, Prompt]:
 
 
 def get_prompt(name: str, override: str | None = None) -> Prompt:
-    from harness.registry import did_you_mean
+    from codea1.harness.registry import did_you_mean
 
     prompts = load_prompts(override)
     if name not in prompts:

@@ -15,10 +15,10 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from harness import plaindata
-from harness.execution import Executor, encoded_tests, run_jobs
-from harness.judge import Checker, judge
-from harness.records import ExecJob, Problem, RawResult
+from codea1.harness import plaindata
+from codea1.harness.execution import Executor, encoded_tests, run_jobs
+from codea1.harness.judge import Checker, judge
+from codea1.harness.records import ExecJob, Problem, RawResult
 
 CACHE_VERSION = "2"
 REFERENCE_TEST_LIMIT = 60.0  # seconds per test for the reference (evalplus gives it no limit)

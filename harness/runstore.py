@@ -12,7 +12,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from harness.records import RECORD_VERSION, Verdict
+from codea1.harness.records import RECORD_VERSION, Verdict
 
 PACKAGES = ("codea1", "pluggy", "evalplus", "bigcodebench", "numpy", "pandas", "tqdm", "torch", "transformers",
             "vllm", "ray", "openrlhf", "cosmic-ray", "coverage", "sandbox-fusion")

@@ -17,8 +17,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Callable
 
-from harness.jsonl import json_rows
-from harness.records import CodeSample, Problem
+from codea1.harness.jsonl import json_rows
+from codea1.harness.records import CodeSample, Problem
 
 
 class SamplesError(ValueError):

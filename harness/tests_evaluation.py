@@ -25,16 +25,16 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterator
 
-from harness.asserts import AssertParseError, parse_assert
-from harness.execution import run_jobs
-from harness.jsonl import json_rows
-from harness.judge import judge
-from harness.parsing import extract_tests
-from harness.plugin_manager import Plugins
-from harness.progress import stage_bar
-from harness.records import ExecJob, Problem, TestCase
-from harness.reference import run_references
-from harness.runstore import RunStore
+from codea1.harness.asserts import AssertParseError, parse_assert
+from codea1.harness.execution import run_jobs
+from codea1.harness.jsonl import json_rows
+from codea1.harness.judge import judge
+from codea1.harness.parsing import extract_tests
+from codea1.harness.plugin_manager import Plugins
+from codea1.harness.progress import stage_bar
+from codea1.harness.records import ExecJob, Problem, TestCase
+from codea1.harness.reference import run_references
+from codea1.harness.runstore import RunStore
 
 GOLDEN = "golden"
 
@@ -218,7 +218,7 @@ def _coverage_job(problem: Problem, sources: list[str], ks: list[int], timeout: 
 def evaluate_tests(plugins: Plugins, cfg: EvaluateTestsConfig) -> dict[str, Any]:
     import importlib.util
 
-    from harness.mutation import MutationUnavailable, generate_mutants, require
+    from codea1.harness.mutation import MutationUnavailable, generate_mutants, require
 
     require()
     if cfg.coverage and importlib.util.find_spec("coverage") is None:

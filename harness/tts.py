@@ -29,15 +29,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from harness.asserts import AssertParseError, parse_assert
-from harness.execution import batch_timeout, run_jobs
-from harness.judge import judge
-from harness.plugin_manager import Plugins
-from harness.progress import stage_bar
-from harness.records import PASS, SANDBOX_ERROR, ExecJob, Problem, TestCase
-from harness.runstore import RunStore
-from harness.samples import code_hash, load_samples
-from harness.tests_evaluation import tests_rows
+from codea1.harness.asserts import AssertParseError, parse_assert
+from codea1.harness.execution import batch_timeout, run_jobs
+from codea1.harness.judge import judge
+from codea1.harness.plugin_manager import Plugins
+from codea1.harness.progress import stage_bar
+from codea1.harness.records import PASS, SANDBOX_ERROR, ExecJob, Problem, TestCase
+from codea1.harness.runstore import RunStore
+from codea1.harness.samples import code_hash, load_samples
+from codea1.harness.tests_evaluation import tests_rows
 
 
 # -- pure selection ------------------------------------------------------------------------------
@@ -128,7 +128,7 @@ class TTSConfig:
 
 
 def best_of_n(plugins: Plugins, cfg: TTSConfig) -> dict[str, Any]:
-    from harness.evaluation import EvaluateConfig, evaluate
+    from codea1.harness.evaluation import EvaluateConfig, evaluate
 
     bench = plugins.benchmarks.create(cfg.benchmark, {**cfg.benchmark_options, **({"data": cfg.data} if cfg.data else {})})
     problems = {p.task_id: p for p in bench.load()}

@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.ult import IMPORT_HEADER  # noqa: E402
+from codea1.benchmarks.ult import IMPORT_HEADER  # noqa: E402
 
 
 def all_positions(source: str) -> dict[str, str]:
@@ -40,7 +40,7 @@ def all_positions(source: str) -> dict[str, str]:
     from cosmic_ray.ast import ast_nodes, get_ast
     from cosmic_ray.mutating import mutate_code
 
-    from harness.mutation import _operators
+    from codea1.harness.mutation import _operators
 
     nodes = list(ast_nodes(get_ast(source)))
     out = {}
@@ -99,7 +99,7 @@ def main() -> int:
     probe.write_text("".join(json.dumps({"task_id": str(r["task_id"]), "tests": pyast.literal_eval(r["test_list"])
                                          if isinstance(r["test_list"], str) else r["test_list"]}) + "\n"
                              for r in records))
-    codea1 = [sys.executable, "-m", "harness.cli", "evaluate-tests", "--benchmark", "ult", "--data", str(args.data),
+    codea1 = [sys.executable, "-m", "codea1", "evaluate-tests", "--benchmark", "ult", "--data", str(args.data),
               "--k", "1,2,5", "--workers", str(args.workers), "--no-progress", "--no-coverage",
               "--mutant-timeout", str(args.timeout), "--overwrite"]
     subprocess.run([*codea1, "--tests", str(probe), "--out", str(tmp / "probe")], check=True, env=env, cwd=ROOT,

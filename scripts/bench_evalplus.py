@@ -118,7 +118,7 @@ def run_evalplus(data: Path, samples: Path, workers: int) -> tuple[float, float,
 
 def run_codea1(data: Path, samples: Path, workers: int, out: Path, extra: list[str]) -> tuple[float, dict, dict]:
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "harness.cli", "evaluate", "--benchmark", "humaneval+", "--data", str(data),
+    subprocess.run([sys.executable, "-m", "codea1", "evaluate", "--benchmark", "humaneval+", "--data", str(data),
                     "--samples", str(samples), "--workers", str(workers), "--out", str(out), "--overwrite",
                     "--no-progress", *extra], check=True, capture_output=True, text=True,
                    env={**os.environ, "PYTHONPATH": str(ROOT)})

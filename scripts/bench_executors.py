@@ -45,7 +45,7 @@ def write_samples(data: Path, out: Path, tasks: int | None) -> int:
 
 
 def evaluate(executor: str, options: list[str], data: Path, samples: Path, out: Path, workers: int, env: dict) -> float:
-    cmd = [sys.executable, "-m", "harness.cli", "evaluate", "--benchmark", "humaneval+", "--data", str(data),
+    cmd = [sys.executable, "-m", "codea1", "evaluate", "--benchmark", "humaneval+", "--data", str(data),
            "--samples", str(samples), "--executor", executor, "--out", str(out), "--workers", str(workers),
            "--overwrite", "--no-progress"]
     for opt in options:

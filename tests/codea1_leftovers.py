@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from harness.sandbox.confine import process_table
+from codea1.harness.sandbox.confine import process_table
 
 LEFTOVER_GRACE_SECONDS = float(os.environ.get("CODEA1_LEFTOVER_GRACE", "15"))
 

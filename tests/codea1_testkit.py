@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from harness.asserts import parse_asserts
-from harness.execution import run_jobs
-from harness.judge import judge
-from harness.records import ExecJob, Verdict
+from codea1.harness.asserts import parse_asserts
+from codea1.harness.execution import run_jobs
+from codea1.harness.judge import judge
+from codea1.harness.records import ExecJob, Verdict
 
 
 def run_code(executor, code: str, asserts: str, entry_point: str | None = None, limit: float = 2.0,

@@ -24,7 +24,7 @@ def _private_cache(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def plugins():
-    from harness.plugin_manager import load_plugins
+    from codea1.harness.plugin_manager import load_plugins
 
     return load_plugins(autoload=False)
 
@@ -44,7 +44,7 @@ def shared_file(*parts: str) -> Path:
 
 
 def codea1_command() -> list[str]:
-    return [sys.executable, "-m", "harness.cli"]
+    return [sys.executable, "-m", "codea1"]
 
 
 
@@ -53,6 +53,6 @@ def tiny_model(tmp_path_factory) -> Path:
     """A random-init Qwen2 model and a tokenizer trained here, saved as an HF directory."""
     pytest.importorskip("torch", reason="torch is not installed (pip install 'codea1[hf]')")
     pytest.importorskip("transformers", reason="transformers is not installed (pip install 'codea1[hf]')")
-    from harness.testing.tiny_model import build_tiny_model
+    from codea1.harness.testing.tiny_model import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny-model"))

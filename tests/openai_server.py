@@ -19,7 +19,7 @@ from typing import Callable
 
 
 def demo_answer(prompt: str, choice: int, seed: int | None) -> str:
-    from benchmarks.demo.problems import PROBLEMS
+    from codea1.benchmarks.demo.problems import PROBLEMS
 
     for p in PROBLEMS:
         if re.search(rf"\b{re.escape(p['entry_point'])}\b", prompt):

@@ -29,7 +29,7 @@ import sys
 import time
 import types
 
-from harness import plaindata
+from codea1.harness import plaindata
 
 
 LARGE_OUTPUT_BYTES = 65536

@@ -21,6 +21,17 @@ DEFAULT_PRELOAD = ("math", "re", "collections", "itertools", "functools", "heapq
                    "hashlib", "datetime", "unittest", "cmath", "array", "numbers", "dataclasses", "enum")
 
 
+def package_roots() -> list[str]:
+    """The directories that hold codea1's code: site-packages for an installed wheel; the
+    checkout for an editable install, where ``codea1`` and its subpackages live in separate
+    top-level folders of the repository."""
+    import codea1
+    import codea1.harness
+
+    return sorted({str(Path(codea1.__file__).resolve().parents[1]),
+                   str(Path(codea1.harness.__file__).resolve().parents[1])})
+
+
 class ZygoteDied(RuntimeError):
     pass
 
@@ -110,13 +121,12 @@ class ZygotePool:
     def __init__(self, workers: int, prefix: Sequence[str] = (), preload: Sequence[str] = DEFAULT_PRELOAD,
                  zygote_args: Sequence[str] = (), python: str = sys.executable):
         self.workers = max(1, int(workers))
-        root = str(Path(__file__).resolve().parents[2])
         # A minimal environment: the initial environment block stays readable in
         # /proc/self/environ of every child, so secrets must never reach the zygote at all.
         env = {key: os.environ[key] for key in ("PATH", "LANG", "LC_ALL", "TZ") if key in os.environ}
         env["PYTHONHASHSEED"] = "0"  # set iteration order, hence output digests, alike in every zygote
-        env["PYTHONPATH"] = os.pathsep.join([root, *sys.path[1:]])
-        self._argv = [*prefix, python, "-m", "harness.sandbox.zygote", "--preload", ",".join(preload), *zygote_args]
+        env["PYTHONPATH"] = os.pathsep.join([*package_roots(), *sys.path[1:]])
+        self._argv = [*prefix, python, "-m", "codea1.harness.sandbox.zygote", "--preload", ",".join(preload), *zygote_args]
         self._env = env
         self._free: queue.Queue[_Zygote] = queue.Queue()
         self._all: list[_Zygote] = []

@@ -25,8 +25,8 @@ import sys
 import tempfile
 import time
 
-from harness import plaindata
-from harness.sandbox import child, confine
+from codea1.harness import plaindata
+from codea1.harness.sandbox import child, confine
 
 OUTPUT_CAP = 64 * 1024  # bytes of stdout / stderr kept per job
 RESULT_CAP = 256 * 1024 * 1024  # bytes of result records accepted per job

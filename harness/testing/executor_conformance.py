@@ -3,7 +3,7 @@
 Use it from a test module of your executor package::
 
     import pytest
-    from harness.testing.executor_conformance import ExecutorConformance
+    from codea1.harness.testing.executor_conformance import ExecutorConformance
 
     class TestMyExecutor(ExecutorConformance):
         @pytest.fixture(scope="class")
@@ -38,11 +38,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.asserts import parse_asserts
-from harness.execution import run_jobs
-from harness.judge import judge
-from harness.records import ERROR, FAIL, PASS, TIMEOUT, ExecJob, TestCase
-from harness.sandbox.confine import process_table
+from codea1.harness.asserts import parse_asserts
+from codea1.harness.execution import run_jobs
+from codea1.harness.judge import judge
+from codea1.harness.records import ERROR, FAIL, PASS, TIMEOUT, ExecJob, TestCase
+from codea1.harness.sandbox.confine import process_table
 
 GOOD = "def f(x):\n    return x + 1\n"
 # The process name every case's program gives itself: one per test process, so that cases

@@ -1,7 +1,7 @@
 """Executor ``bubblewrap``: the subprocess executor's zygotes, each inside a bwrap sandbox.
 
 On top of everything the child of a zygote gets (rlimits, seccomp, Landlock, private tmp
-dir; see ``plugins.executors.subprocess``), the whole zygote runs in its own user, pid,
+dir; see ``codea1.harness.sandbox.executor``), the whole zygote runs in its own user, pid,
 network, IPC and UTS namespaces with a read-only view of the system, fresh /dev and /proc,
 private tmpfs over /tmp and the other ``hide`` directories (the interpreter's own paths are
 bound back read-only), no capabilities. (Not --die-with-parent: its death signal is tied
@@ -19,8 +19,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from harness.hookspecs import hookimpl
-from plugins.executors.subprocess import SubprocessOptions, ZygoteExecutor, find_binary, runtime_paths, under
+from codea1.harness.hookspecs import hookimpl
+from codea1.harness.sandbox.executor import SubprocessOptions, ZygoteExecutor, find_binary, runtime_paths, under
 
 DEFAULT_HIDE = "/tmp,/var/tmp,/root,/home,/run,/dev/shm,/mnt,/media"
 

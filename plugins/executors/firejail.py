@@ -1,7 +1,7 @@
 """Executor ``firejail``: the subprocess executor's zygotes, each inside a firejail sandbox.
 
 On top of everything the child of a zygote gets (rlimits, seccomp, Landlock, private tmp
-dir; see ``plugins.executors.subprocess``), the whole zygote runs with no profile but
+dir; see ``codea1.harness.sandbox.executor``), the whole zygote runs with no profile but
 explicit rules: no network (``--net=none``), the whole filesystem read-only, private /dev,
 private /tmp and home (only the interpreter's own paths whitelisted, read-only), all
 capabilities dropped, no new privileges, and a cap on processes (``nproc``).
@@ -15,8 +15,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from harness.hookspecs import hookimpl
-from plugins.executors.subprocess import SubprocessOptions, ZygoteExecutor, find_binary, runtime_paths, under
+from codea1.harness.hookspecs import hookimpl
+from codea1.harness.sandbox.executor import SubprocessOptions, ZygoteExecutor, find_binary, runtime_paths, under
 
 # Where firejail's --whitelist applies; paths elsewhere stay visible read-only.
 WHITELISTABLE = ["/tmp", "/home", "/root", "/opt", "/srv", "/mnt", "/media"]

@@ -29,9 +29,9 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
-from harness.execution import Executor, ExecutorUnavailable, sandbox_failure
-from harness.hookspecs import hookimpl
-from harness.records import ExecJob, RawResult
+from codea1.harness.execution import Executor, ExecutorUnavailable, sandbox_failure
+from codea1.harness.hookspecs import hookimpl
+from codea1.harness.records import ExecJob, RawResult
 
 
 @dataclass
@@ -67,7 +67,7 @@ class BatchWorker:
     """Runs inside a Ray actor: one local executor, whole batches at a time."""
 
     def __init__(self, inner: str, inner_options: dict[str, str], workers: int):
-        from harness.plugin_manager import load_plugins
+        from codea1.harness.plugin_manager import load_plugins
 
         self.executor = load_plugins().executors.create(inner, inner_options, workers=workers)
         self.info = self.executor.info()

@@ -27,6 +27,7 @@ job's own deadline, so that the zygote inside, not the service, stops a slow pro
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
 import os
@@ -40,13 +41,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from harness.execution import Executor, ExecutorUnavailable, PayloadEncoder, parse_records, sandbox_failure
-from harness.hookspecs import hookimpl
-from harness.records import ExecJob, RawResult
+from codea1.harness.execution import Executor, ExecutorUnavailable, PayloadEncoder, parse_records, sandbox_failure
+from codea1.harness.hookspecs import hookimpl
+from codea1.harness.records import ExecJob, RawResult
 
 ENDPOINT_ENV = "SANDBOX_FUSION_ENDPOINT"
-# Sent as the program, in this order; harness.sandbox.child imports only plaindata.
-BUNDLED_MODULES = ("harness.plaindata", "harness.sandbox.confine", "harness.sandbox.child", "harness.sandbox.zygote")
+# Sent as the program, in this order (the zygote last: it runs); the child imports only plaindata.
+BUNDLED_MODULES = ("codea1.harness.plaindata", "codea1.harness.sandbox.confine", "codea1.harness.sandbox.child",
+                   "codea1.harness.sandbox.zygote")
 
 
 @dataclass
@@ -67,15 +69,16 @@ class SandboxFusionOptions:
             raise ValueError("retries and backoff must not be negative")
 
 
-def driver_code() -> str:
+def driver_code(zygote_args: list[str]) -> str:
     """The program sent to the service: the zygote and its helpers as source, installed as
     modules, then the zygote's main reading its one job from stdin."""
-    root = Path(__file__).resolve().parents[2]
-    sources = {name: (root / (name.replace(".", "/") + ".py")).read_text() for name in BUNDLED_MODULES}
+    sources = {name: Path(importlib.util.find_spec(name).origin).read_text() for name in BUNDLED_MODULES}
+    packages = sorted({name.rsplit(".", i)[0] for name in BUNDLED_MODULES for i in range(1, name.count(".") + 1)},
+                      key=len)
     return (
         "import sys, types\n"
         f"SOURCES = {sources!r}\n"
-        "for pkg in ('harness', 'harness.sandbox'):\n"
+        f"for pkg in {packages!r}:\n"
         "    mod = types.ModuleType(pkg)\n"
         "    mod.__path__ = []\n"
         "    sys.modules[pkg] = mod\n"
@@ -87,7 +90,7 @@ def driver_code() -> str:
         "    parent, _, attr = name.rpartition('.')\n"
         "    setattr(sys.modules[parent], attr, mod)\n"
         "del SOURCES\n"
-        "sys.exit(sys.modules['harness.sandbox.zygote'].main(sys.argv[1:] or ARGS))\n"
+        f"sys.exit(sys.modules[{BUNDLED_MODULES[-1]!r}].main(sys.argv[1:] or {list(zygote_args)!r}))\n"
     )
 
 
@@ -110,8 +113,7 @@ class SandboxFusionExecutor(Executor):
         if not self.endpoint:
             raise ExecutorUnavailable(f"executor 'sandbox-fusion' needs an endpoint: --executor-opt endpoint=URL "
                                       f"or ${ENDPOINT_ENV}")
-        args = ["--file-mb", str(self.options.file_mb)]
-        self.code = driver_code().replace("sys.argv[1:] or ARGS", f"sys.argv[1:] or {args!r}")
+        self.code = driver_code(["--file-mb", str(self.options.file_mb)])
         self.requests_made = 0
         self.retried = 0
 

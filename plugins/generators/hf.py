@@ -16,10 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator
 
-from harness.generation import (Generation, GenerationError, GenerationRequest, Generator, GeneratorUnavailable,
+from codea1.harness.generation import (Generation, GenerationError, GenerationRequest, Generator, GeneratorUnavailable,
                                 model_fingerprint)
-from harness.hookspecs import hookimpl
-from harness.prompts import chat_prompt, chat_template_source
+from codea1.harness.hookspecs import hookimpl
+from codea1.harness.prompts import chat_prompt, chat_template_source
 
 
 @dataclass

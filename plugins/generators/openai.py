@@ -24,9 +24,9 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Iterator
 
-from harness.generation import Generation, GenerationError, GenerationRequest, Generator, GeneratorUnavailable
-from harness.hookspecs import hookimpl
-from harness.prompts import render_chatml
+from codea1.harness.generation import Generation, GenerationError, GenerationRequest, Generator, GeneratorUnavailable
+from codea1.harness.hookspecs import hookimpl
+from codea1.harness.prompts import render_chatml
 
 
 @dataclass

@@ -15,9 +15,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Iterator
 
-from harness.generation import Generation, GenerationError, GenerationRequest, Generator
-from harness.hookspecs import hookimpl
-from harness.jsonl import json_rows
+from codea1.harness.generation import Generation, GenerationError, GenerationRequest, Generator
+from codea1.harness.hookspecs import hookimpl
+from codea1.harness.jsonl import json_rows
 
 
 @dataclass

@@ -7,8 +7,8 @@ counts its missing tests as not passing; an unparseable assert is an invalid tes
 
 from __future__ import annotations
 
-from harness.hookspecs import hookimpl
-from harness.metrics import Metric, MetricValue
+from codea1.harness.hookspecs import hookimpl
+from codea1.harness.metrics import Metric, MetricValue
 
 
 def accuracy_at_k(records, k: int) -> MetricValue:

@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from harness.estimators import avg_at_k
-from harness.hookspecs import hookimpl
-from harness.metrics import Metric, mean_over_tasks
+from codea1.harness.estimators import avg_at_k
+from codea1.harness.hookspecs import hookimpl
+from codea1.harness.metrics import Metric, mean_over_tasks
 
 
 class AvgAtK(Metric):

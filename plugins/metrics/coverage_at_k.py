@@ -6,8 +6,8 @@ branch-coverage@k (its branch coverage is undefined, not 100%).
 
 from __future__ import annotations
 
-from harness.hookspecs import hookimpl
-from harness.metrics import Metric, MetricValue
+from codea1.harness.hookspecs import hookimpl
+from codea1.harness.metrics import Metric, MetricValue
 
 
 def coverage_at_k(records, k: int, kind: str) -> MetricValue:

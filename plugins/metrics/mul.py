@@ -5,10 +5,10 @@ mut@k is.
 
 from __future__ import annotations
 
-from harness.hookspecs import hookimpl
-from harness.metrics import Metric, MetricValue
-from plugins.metrics.mutation_score import mut_at_k
-from plugins.metrics.accuracy import accuracy_at_k
+from codea1.harness.hookspecs import hookimpl
+from codea1.harness.metrics import Metric, MetricValue
+from codea1.plugins.metrics.mutation_score import mut_at_k
+from codea1.plugins.metrics.accuracy import accuracy_at_k
 
 
 def mul(pass_percent: float, mut_percent: float) -> float:

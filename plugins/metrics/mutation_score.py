@@ -10,8 +10,8 @@ mean over eligible tasks that have at least one completed mutant; undefined when
 
 from __future__ import annotations
 
-from harness.hookspecs import hookimpl
-from harness.metrics import Metric, MetricValue
+from codea1.harness.hookspecs import hookimpl
+from codea1.harness.metrics import Metric, MetricValue
 
 
 def eligible(record, k: int) -> bool:

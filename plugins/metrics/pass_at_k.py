@@ -7,9 +7,9 @@ tasks. Tasks with no judged sample (all skipped) are left out of the mean.
 
 from __future__ import annotations
 
-from harness.estimators import pass_at_k
-from harness.hookspecs import hookimpl
-from harness.metrics import Metric, mean_over_tasks
+from codea1.harness.estimators import pass_at_k
+from codea1.harness.hookspecs import hookimpl
+from codea1.harness.metrics import Metric, mean_over_tasks
 
 
 class PassAtK(Metric):

@@ -3,11 +3,11 @@ way its label says, and samples.jsonl is exactly what problems.py describes."""
 
 import json
 
-from benchmarks.demo import SAMPLES_FILE
-from benchmarks.demo.problems import PROBLEMS, WRONG_SAMPLES
+from codea1.benchmarks.demo import SAMPLES_FILE
+from codea1.benchmarks.demo.problems import PROBLEMS, WRONG_SAMPLES
 
-from harness.evaluation import EvaluateConfig, evaluate
-from harness.reference import run_references
+from codea1.harness.evaluation import EvaluateConfig, evaluate
+from codea1.harness.reference import run_references
 
 
 def test_at_least_ten_problems_each_with_golden_asserts(plugins):

@@ -9,8 +9,8 @@ import json
 import pytest
 from conftest import shared_file
 
-from harness.benchmark import BenchmarkError
-from harness.evaluation import EvaluateConfig, evaluate
+from codea1.harness.benchmark import BenchmarkError
+from codea1.harness.evaluation import EvaluateConfig, evaluate
 
 pytestmark = pytest.mark.data
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from harness.asserts import AssertParseError, parse_assert, parse_asserts
+from codea1.harness.asserts import AssertParseError, parse_assert, parse_asserts
 
 
 @pytest.mark.parametrize("src,call,op,expected", [

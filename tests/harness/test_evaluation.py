@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from harness.evaluation import EvaluateConfig, evaluate
-from harness.hookspecs import hookimpl
-from harness.plugin_manager import load_plugins
-from harness.runstore import RunStoreError
+from codea1.harness.evaluation import EvaluateConfig, evaluate
+from codea1.harness.hookspecs import hookimpl
+from codea1.harness.plugin_manager import load_plugins
+from codea1.harness.runstore import RunStoreError
 
 
 class Recorder:
@@ -32,7 +32,7 @@ class Recorder:
 
     @hookimpl
     def codea1_register_metrics(self, registry):
-        from harness.metrics import Metric, MetricValue
+        from codea1.harness.metrics import Metric, MetricValue
 
         class FirstSamplePasses(Metric):
             name = "first@k"

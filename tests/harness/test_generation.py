@@ -12,9 +12,9 @@ import pytest
 from conftest import ROOT
 from openai_server import OpenAIServer
 
-from benchmarks.demo.problems import PROBLEMS
-from harness.cli import main
-from harness.generation import GenerateConfig, GenerationError, generate
+from codea1.benchmarks.demo.problems import PROBLEMS
+from codea1.harness.cli import main
+from codea1.harness.generation import GenerateConfig, GenerationError, generate
 
 pytest.importorskip("openai", reason="the openai client is not installed (pip install 'codea1[openai]')")
 TESTS_OF = {p["entry_point"]: p["tests"] for p in PROBLEMS}
@@ -30,7 +30,7 @@ def golden_asserts(prompt: str, choice: int, seed) -> str:
 
 
 def test_plugins_lists_the_four_generators():
-    out = subprocess.run([sys.executable, "-m", "harness.cli", "plugins", "--json"], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-m", "codea1", "plugins", "--json"], capture_output=True, text=True,
                          cwd=ROOT, check=True)
     names = {r["name"] for r in json.loads(out.stdout) if r["kind"] == "generator"}
     assert {"hf", "vllm", "openai", "replay"} <= names
@@ -114,7 +114,7 @@ def test_the_generator_example_of_the_plugin_guide_works_as_a_plugin_file(tmp_pa
 
 def test_cli_errors_are_clear(tmp_path):
     def run(*args):
-        return subprocess.run([sys.executable, "-m", "harness.cli", "generate", *args, "--out", str(tmp_path / "o")],
+        return subprocess.run([sys.executable, "-m", "codea1", "generate", *args, "--out", str(tmp_path / "o")],
                               capture_output=True, text=True, cwd=ROOT)
 
     r = run("--role", "code", "--benchmark", "demo", "--generator", "hff")

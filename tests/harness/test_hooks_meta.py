@@ -4,7 +4,7 @@ import inspect
 import re
 from pathlib import Path
 
-from harness import hookspecs
+from codea1.harness import hookspecs
 
 ROOT = Path(__file__).resolve().parents[2]
 HOOKS = [name for name, fn in inspect.getmembers(hookspecs, inspect.isfunction) if name.startswith("codea1_")]

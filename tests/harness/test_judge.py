@@ -3,7 +3,7 @@
 import pytest
 from codea1_testkit import run_code
 
-from harness.judge import compare
+from codea1.harness.judge import compare
 
 
 @pytest.mark.parametrize("op,value,expected,ok", [

@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("cosmic_ray", reason="cosmic-ray is not installed (pip install 'codea1[mutation]')")
 
-from harness.mutation import generate_mutants  # noqa: E402
+from codea1.harness.mutation import generate_mutants  # noqa: E402
 
 SOURCE = ("import math\n\ndef clamp(x, lo=0, hi=10):\n    if x < lo:\n        return lo\n    if x > hi and not math.isnan(x):\n"
           "        return hi\n    return x * 1 + 0\n")

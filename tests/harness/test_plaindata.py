@@ -2,8 +2,8 @@ import math
 
 import pytest
 
-from harness import plaindata
-from harness.plaindata import Opaque, PlainDataError
+from codea1.harness import plaindata
+from codea1.harness.plaindata import Opaque, PlainDataError
 
 
 @pytest.mark.parametrize("value", [

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, codea1_command
 
-from harness.plugin_manager import PluginLoadError, load_plugins
-from harness.registry import OptionError, UnknownPluginError
+from codea1.harness.plugin_manager import PluginLoadError, load_plugins
+from codea1.harness.registry import OptionError, UnknownPluginError
 
 THIRDPARTY = Path(__file__).resolve().parents[1] / "data" / "thirdparty" / "codea1_thirdparty_demo.py"
 
@@ -113,7 +113,7 @@ def test_plugin_options_are_validated_by_each_plugin(plugins):
 
 def test_a_name_taken_twice_is_an_error(tmp_path):
     dup = tmp_path / "dup.py"
-    dup.write_text("from harness.hookspecs import hookimpl\nfrom plugins.executors.subprocess import SubprocessExecutor\n"
+    dup.write_text("from codea1.harness.hookspecs import hookimpl\nfrom codea1.plugins.executors.subprocess import SubprocessExecutor\n"
                    "@hookimpl\ndef codea1_register_executors(registry):\n    registry.add(SubprocessExecutor)\n")
     with pytest.raises(ValueError, match="registered twice"):
         load_plugins([str(dup)], autoload=False)
@@ -121,8 +121,8 @@ def test_a_name_taken_twice_is_an_error(tmp_path):
 
 def test_import_harness_stays_light():
     code = ("import sys, harness, harness.cli, harness.plugin_manager, harness.evaluation, harness.generation, "
-            "harness.tts, harness.parsing, harness.prompts\n"
-            "harness.plugin_manager.load_plugins(autoload=False)  # every built-in plugin module, generators too\n"
+            "codea1.harness.tts, harness.parsing, harness.prompts\n"
+            "codea1.harness.plugin_manager.load_plugins(autoload=False)  # every built-in plugin module, generators too\n"
             "heavy = [m for m in ('torch', 'vllm', 'ray', 'openrlhf', 'transformers', 'evalplus', 'numpy', 'openai')"
             " if m in sys.modules]\n"
             "print(heavy)")

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from harness.prompts import PromptError, get_prompt, load_prompts, question_text, render_chatml
-from harness.records import Problem
+from codea1.harness.prompts import PromptError, get_prompt, load_prompts, question_text, render_chatml
+from codea1.harness.records import Problem
 
 PAPER = "../shared/seed/code-a1-paper.tex"
 

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from harness.evaluation import EvaluateConfig, evaluate
-from harness.samples import SamplesError
+from codea1.harness.evaluation import EvaluateConfig, evaluate
+from codea1.harness.samples import SamplesError
 
 
 def write(path, lines):
@@ -27,7 +27,7 @@ def test_errors_name_file_line_and_field(plugins, tmp_path, lines, message):
 
 
 def test_completion_continues_the_prompt_and_directories_work(plugins, tmp_path):
-    from benchmarks.demo.problems import PROBLEMS
+    from codea1.benchmarks.demo.problems import PROBLEMS
 
     body = PROBLEMS[0]["solution"].split("\n", 1)[1]
     jsonl = write(tmp_path / "c.jsonl", [json.dumps({"task_id": "demo/0", "completion": body})])

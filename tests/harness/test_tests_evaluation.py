@@ -9,7 +9,7 @@ import subprocess
 import pytest
 from conftest import ROOT, codea1_command
 
-from harness.tests_evaluation import (EvaluateTestsConfig, TestsFileError, asserts_from_completion, evaluate_tests,
+from codea1.harness.tests_evaluation import (EvaluateTestsConfig, TestsFileError, asserts_from_completion, evaluate_tests,
                                       read_tests_file)
 
 pytest.importorskip("cosmic_ray", reason="cosmic-ray is not installed (pip install 'codea1[mutation]')")

@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from harness.cli import main
-from harness.tts import curves, grid, select_best, unique_tests
+from codea1.harness.cli import main
+from codea1.harness.tts import curves, grid, select_best, unique_tests
 
 
 def test_most_passes_wins_and_ties_go_to_the_lowest_index():

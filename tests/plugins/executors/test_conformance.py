@@ -11,7 +11,7 @@ import shutil
 import pytest
 from sandbox_fusion_server import SandboxFusionServer
 
-from harness.testing.executor_conformance import ExecutorConformance
+from codea1.harness.testing.executor_conformance import ExecutorConformance
 
 
 def make(plugins, name, options=None, workers=2):

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 from conftest import codea1_command
 
-from harness.asserts import parse_asserts
-from harness.judge import judge
-from harness.records import FAIL, PASS, ExecJob
+from codea1.harness.asserts import parse_asserts
+from codea1.harness.judge import judge
+from codea1.harness.records import FAIL, PASS, ExecJob
 
 ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'codea1[ray]')")
 pytestmark = pytest.mark.xdist_group("ray")
@@ -75,7 +75,7 @@ def test_a_batch_whose_workers_keep_dying_ends_as_sandbox_errors(plugins):
 
 
 def test_an_unplaceable_executor_fails_clearly(plugins):
-    from harness.execution import ExecutorUnavailable
+    from codea1.harness.execution import ExecutorUnavailable
 
     ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)  # a cluster too small for the actor
     try:

@@ -11,8 +11,8 @@ import pytest
 from codea1_testkit import run_code
 from sandbox_fusion_server import SandboxFusionServer
 
-from harness.execution import ExecutorUnavailable
-from harness.records import FAIL, PASS, SANDBOX_ERROR
+from codea1.harness.execution import ExecutorUnavailable
+from codea1.harness.records import FAIL, PASS, SANDBOX_ERROR
 
 pytest.importorskip("sandbox_fusion", reason="the sandbox-fusion client is not installed")
 GOOD = "def f(x):\n    return x + 1\n"
@@ -59,9 +59,9 @@ def test_a_program_that_stays_unanswered_gets_a_sandbox_error(plugins, server):
 
 
 def test_concurrency_is_bounded(plugins, server):
-    from harness.asserts import parse_asserts
-    from harness.execution import run_jobs
-    from harness.records import ExecJob
+    from codea1.harness.asserts import parse_asserts
+    from codea1.harness.execution import run_jobs
+    from codea1.harness.records import ExecJob
 
     tests, _ = parse_asserts("assert f(0) == 0", "f")
     jobs = [ExecJob(job_id=str(i), code="import time\ndef f(x):\n    time.sleep(0.4)\n    return x\n", tests=tests,

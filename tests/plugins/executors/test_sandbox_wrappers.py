@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from codea1_testkit import run_code
 
-from harness.execution import ExecutorUnavailable
-from harness.records import FAIL, PASS
+from codea1.harness.execution import ExecutorUnavailable
+from codea1.harness.records import FAIL, PASS
 
 WRAPPERS = [("firejail", "firejail"), ("bubblewrap", "bwrap")]
 

@@ -10,8 +10,8 @@ import time
 import pytest
 from codea1_testkit import run_code
 
-from harness.records import FAIL, PASS
-from harness.testing.executor_conformance import processes_named
+from codea1.harness.records import FAIL, PASS
+from codea1.harness.testing.executor_conformance import processes_named
 
 GOOD = "def f(x):\n    return x + 1\n"
 
@@ -61,9 +61,9 @@ def test_threads_still_work(executor, survive):
 
 
 def test_many_jobs_use_all_workers(executor):
-    from harness.execution import run_jobs
-    from harness.asserts import parse_asserts
-    from harness.records import ExecJob
+    from codea1.harness.execution import run_jobs
+    from codea1.harness.asserts import parse_asserts
+    from codea1.harness.records import ExecJob
 
     tests, _ = parse_asserts("assert f(0) == 0", "f")
     jobs = [ExecJob(job_id=str(i), code="import time\ndef f(x):\n    time.sleep(0.3)\n    return x\n", tests=tests,
@@ -79,10 +79,10 @@ def test_many_jobs_use_all_workers(executor):
 def test_early_stop_cancels_a_program_once_its_verdict_is_settled(executor):
     """A wrong but slow program: the harness sees test 0 fail and stops the job instead of
     running the other 9 tests for 0.4 s each."""
-    from harness.asserts import parse_asserts
-    from harness.execution import run_jobs
-    from harness.judge import judge
-    from harness.records import ExecJob
+    from codea1.harness.asserts import parse_asserts
+    from codea1.harness.execution import run_jobs
+    from codea1.harness.judge import judge
+    from codea1.harness.records import ExecJob
 
     tests, _ = parse_asserts("\n".join(f"assert f({i}) == {i}" for i in range(10)), "f")
     job = ExecJob(job_id="slow", code="import time\ndef f(x):\n    time.sleep(0.4)\n    return -1\n", tests=tests,

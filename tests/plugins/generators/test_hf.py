@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from harness.cli import main
+from codea1.harness.cli import main
 
 DEMO_SAMPLES = "benchmarks/demo/samples.jsonl"
 

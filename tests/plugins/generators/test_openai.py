@@ -8,8 +8,8 @@ import json
 import pytest
 from openai_server import OpenAIServer
 
-from harness.cli import main
-from harness.generation import GenerateConfig, GenerationError, generate
+from codea1.harness.cli import main
+from codea1.harness.generation import GenerateConfig, GenerationError, generate
 
 pytest.importorskip("openai", reason="the openai client is not installed (pip install 'codea1[openai]')")
 

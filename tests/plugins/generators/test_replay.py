@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from harness.generation import GenerateConfig, GenerationError, generate
+from codea1.harness.generation import GenerateConfig, GenerationError, generate
 
 
 def test_replay_re_scores_saved_responses_and_refuses_missing_ones(plugins, tmp_path):

@@ -8,11 +8,11 @@ import re
 import pytest
 from conftest import SHARED_DATA
 
-from harness.tests_evaluation import TaskRecord
-from plugins.metrics.accuracy import accuracy_at_k
-from plugins.metrics.coverage_at_k import coverage_at_k
-from plugins.metrics.mul import MulAtK, mul
-from plugins.metrics.mutation_score import mut_at_k
+from codea1.harness.tests_evaluation import TaskRecord
+from codea1.plugins.metrics.accuracy import accuracy_at_k
+from codea1.plugins.metrics.coverage_at_k import coverage_at_k
+from codea1.plugins.metrics.mul import MulAtK, mul
+from codea1.plugins.metrics.mutation_score import mut_at_k
 
 T, F = True, False
 
