@@ -104,6 +104,15 @@ class EvalplusChecker(Checker):
         return False, f"got {short_repr(out)}, expected {short_repr(exp)}"
 
 
+def _dataset_hash(dataset: str) -> str:
+    """evalplus' hash of the data file in use (its override path when --data was given)."""
+    if dataset == "humaneval":
+        from evalplus.data import get_human_eval_plus_hash as data_hash
+    else:
+        from evalplus.data import get_mbpp_plus_hash as data_hash
+    return data_hash()
+
+
 @functools.lru_cache(maxsize=1)
 def _evalplus_parts():
     import numpy as np
@@ -127,6 +136,33 @@ class EvalplusBenchmark(Benchmark):
 
     def reference_expected(self, problem: Problem) -> bool:
         return True
+
+    def evalplus_results(self, samples, verdicts, problems) -> dict:
+        """evalplus' results document: per task, in sample order, task_id, solution,
+        base_status, plus_status and the failing inputs. Plus tests are not run once a base
+        test failed (early stop), so such a sample's plus_status is "fail": evalplus' own
+        scripts count base+plus passes as ``base_status == plus_status == "pass"``, which
+        stays exact."""
+        from datetime import datetime
+
+        document = {"date": datetime.now().strftime("%Y-%m-%d %H:%M"), "hash": _dataset_hash(self.dataset),
+                    "eval": {}}
+        for sample, verdict in zip(samples, verdicts):
+            tests = {t.id: t for t in problems[sample.task_id].tests}
+            failed = (verdict.first_failure or {}).get("test", "")
+
+            def status(group: str) -> str:
+                value = verdict.groups.get(group) or ("fail" if verdict.status != "pass" else "pass")
+                return value if value in ("pass", "fail", "timeout") else "fail"
+
+            def fail_tests(group: str) -> list:
+                return [tests[failed].args] if failed.startswith(group + "/") and failed in tests else []
+
+            document["eval"].setdefault(sample.task_id, []).append(
+                {"task_id": sample.task_id, "solution": sample.code, "base_status": status("base"),
+                 "plus_status": status("plus"), "base_fail_tests": fail_tests("base"),
+                 "plus_fail_tests": fail_tests("plus")})
+        return document
 
     def expected_from_reference(self, problem: Problem, value: Any) -> Any:
         if self.dataset == "mbpp":

@@ -5,9 +5,8 @@ evalplus downloads its default version. Tests are grouped as ``base`` (original 
 inputs) and ``plus``; results.json reports both (evalplus' "humaneval" and "humaneval+").
 """
 
-from codea1.harness.hookspecs import hookimpl
-
 from codea1.benchmarks.evalplus_common import EvalplusBenchmark
+from codea1.harness.hookspecs import hookimpl
 
 
 class HumanEvalPlus(EvalplusBenchmark):

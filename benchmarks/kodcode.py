@@ -14,9 +14,8 @@ from pathlib import Path
 
 from codea1.harness.benchmark import Benchmark, BenchmarkError
 from codea1.harness.hookspecs import hookimpl
+from codea1.harness.jsonl import json_records
 from codea1.harness.records import Problem, TestCase
-
-from codea1.benchmarks.ult import read_records
 
 
 class KodCode(Benchmark):
@@ -34,8 +33,7 @@ class KodCode(Benchmark):
             raise BenchmarkError(f"--data {path}: no KodCode .json/.jsonl file there")
         problems = []
         for file in files:
-            for lineno, rec in read_records(str(file)):
-                where = f"{file}:{lineno}"
+            for where, rec in json_records(str(file), BenchmarkError):
                 for field in ("question_id", "question", "solution", "test_code"):
                     if field not in rec:
                         raise BenchmarkError(f"{where}: record {rec.get('question_id', '?')}: missing field {field!r}")

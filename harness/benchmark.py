@@ -6,6 +6,7 @@ import importlib.util
 from dataclasses import dataclass
 from typing import Any
 
+from codea1.harness.errors import Codea1Error
 from codea1.harness.judge import Checker
 from codea1.harness.records import Problem
 
@@ -17,7 +18,7 @@ class BenchmarkOptions:
     data: str | None = None  # file or directory holding the benchmark's data
 
 
-class BenchmarkError(ValueError):
+class BenchmarkError(Codea1Error):
     """Bad benchmark data: the message names the file, the line and the field."""
 
 
@@ -32,6 +33,9 @@ class Benchmark:
     # When the reference solution fails a golden test here: "report" it and keep the test,
     # "drop_test" (no expected value exists), or "skip_task" (the environment lacks something).
     reference_failure_policy = "report"
+    # Printed beside `evaluate-tests --tests golden` figures when the golden tests are not a
+    # trustworthy ceiling (ULT's are mostly wrong).
+    golden_tests_note = ""
 
     def __init__(self, options: Any = None):
         self.options = options or self.Options()
@@ -72,6 +76,11 @@ class Benchmark:
             except (ImportError, ValueError):
                 missing.append(lib)
         return missing
+
+    def evalplus_results(self, samples: list, verdicts: list, problems: dict[str, Problem]) -> dict | None:
+        """An evalplus-style ``*_eval_results.json`` document for these samples and verdicts
+        (in the same order), for benchmarks evalplus knows; None elsewhere."""
+        return None
 
     def default_samples(self) -> str | None:
         """A samples file to use when ``--samples`` is not given (the demo ships one)."""

@@ -16,6 +16,7 @@ import os
 from typing import Callable, Iterable, Iterator, Sequence
 
 from codea1.harness import plaindata
+from codea1.harness.errors import Codea1Error
 from codea1.harness.records import ExecJob, RawOutcome, RawResult, TestCase
 
 DEFAULT_MIN_TIME_LIMIT = 1.0  # evalplus' defaults
@@ -34,7 +35,7 @@ def batch_timeout(limits: Sequence[float], cap: float = DEFAULT_MAX_BATCH_SECOND
     return min(sum(limits), cap) + load_allowance
 
 
-class ExecutorUnavailable(RuntimeError):
+class ExecutorUnavailable(Codea1Error):
     """The selected executor cannot run here (a binary, a service or a package is missing).
     Never answered by silently falling back to another executor."""
 
@@ -257,7 +258,9 @@ class RecordStream:
 def run_jobs(executor: Executor, jobs: Sequence[ExecJob], on_result: Callable[[RawResult], None] | None = None,
              early_stop: EarlyStop | None = None) -> dict[str, RawResult]:
     """Run jobs to completion and return results by job id; ``on_result`` sees each as it lands."""
-    results = {}
+    results: dict[str, RawResult] = {}
+    if not jobs:
+        return results
     for res in executor.run(jobs, early_stop) if early_stop else executor.run(jobs):
         results[res.job_id] = res
         if on_result:

@@ -1,4 +1,4 @@
-"""Generation: the generator plugin API and the ``codea1 generate`` flow.
+"""The generator plugin API: requests, generations, the base class and the cache.
 
 A generator plugin (``codea1_register_generators``) is a class with ``name``,
 ``description``, an optional ``Options`` dataclass, and::
@@ -13,9 +13,7 @@ the flow writes rows as they come, so an interrupted run loses only what was in 
 Heavy libraries (torch, transformers, vllm, openai) are imported in the plugin, when it is
 created.
 
-The flow: problems -> prompts (harness.prompts) -> requests for the samples still missing
-per task (resume counts what samples.jsonl / tests.jsonl already hold) -> cache -> generator
--> parsing (harness.parsing) -> one JSON row per sample, appended as it lands.
+The ``codea1 generate`` flow around it is ``codea1.harness.flows.generate``.
 """
 
 from __future__ import annotations
@@ -23,29 +21,20 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import time
-from collections import defaultdict
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterator
 
-from codea1.harness.parsing import extract_code, extract_tests
-from codea1.harness.plugin_manager import Plugins
-from codea1.harness.progress import stage_bar
-from codea1.harness.prompts import DEFAULT_PROMPT, get_prompt, question_text
-from codea1.harness.records import Problem
-from codea1.harness.registry import did_you_mean, parse_options
-from codea1.harness.runstore import RunStore
-
-ROLES = ("code", "tests")
+from codea1.harness.errors import Codea1Error
+from codea1.harness.jsonl import appended_rows
 
 
-class GenerationError(RuntimeError):
+class GenerationError(Codea1Error):
     """A generator could not produce what was asked (a server that keeps failing, a replay
     file without the sample); rows already written stay, and a rerun resumes."""
 
 
-class GeneratorUnavailable(RuntimeError):
+class GeneratorUnavailable(Codea1Error):
     """The generator's library is not installed; the message says what to pip install."""
 
 
@@ -135,14 +124,10 @@ class GenerationCache:
         key = json.dumps({"identity": identity, "sampling": asdict(sampling)}, sort_keys=True, default=str)
         self.path = Path(directory) / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.jsonl"
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.entries: dict[tuple[str, int], Generation] = {}
-        if self.path.exists():
-            for line in self.path.read_text(encoding="utf-8").splitlines():
-                try:
-                    row = json.loads(line)
-                    self.entries[(row["prompt"], row["index"])] = Generation(**row["generation"])
-                except (json.JSONDecodeError, KeyError, TypeError):
-                    continue  # a torn line from an interrupted run: that entry is regenerated
+        # A bad line (torn by an interrupted run) loses only its entry: it is regenerated.
+        rows = appended_rows(self.path, lambda row: ((row["prompt"], row["index"]), Generation(**row["generation"])),
+                             error=None)
+        self.entries: dict[tuple[str, int], Generation] = dict(rows)
         self.hits = 0
 
     @staticmethod
@@ -190,191 +175,3 @@ def with_cache(generator: Generator, cache: GenerationCache | None, requests: li
         for i, g in zip(req.indices, gens):
             cache.put(req.messages, i, g)
         yield req, gens
-
-
-# -- the flow --------------------------------------------------------------------------------
-@dataclass
-class GenerateConfig:
-    benchmark: str
-    role: str  # "code" or "tests"
-    generator: str
-    out: str
-    model: str | None = None
-    n: int = 1
-    temperature: float = 0.7
-    top_p: float = 0.95
-    max_tokens: int = 1024
-    seed: int = 0
-    k: int = 8  # asserts per test suite
-    white_box_from: str | None = None  # samples file whose codes the suites attack
-    prompt: str | None = None  # prompt name; default by role
-    prompt_file: str | None = None
-    data: str | None = None
-    limit: int | None = None  # the first N tasks only
-    tasks: list[str] | None = None  # these tasks only
-    benchmark_options: dict[str, str] = field(default_factory=dict)
-    generator_options: dict[str, str] = field(default_factory=dict)
-    cache: bool = True
-    cache_dir: str | None = None
-    overwrite: bool = False
-    progress: bool = True
-
-    # What must match to resume into the same directory. n may grow (more samples are added),
-    # and --limit / --tasks only choose which tasks get samples in this call.
-    IDENTITY = ("benchmark", "data", "role", "generator", "model", "temperature", "top_p", "max_tokens", "seed", "k",
-                "white_box_from", "prompt", "prompt_text", "generator_options")
-
-    def sampling(self) -> SamplingParams:
-        return SamplingParams(self.temperature, self.top_p, self.max_tokens, self.seed)
-
-
-def rows_name(role: str) -> str:
-    return "samples.jsonl" if role == "code" else "tests.jsonl"
-
-
-def _white_box_codes(path: str, problems, bench) -> dict[str, list[str]]:
-    from codea1.harness.samples import load_samples
-
-    codes: dict[str, list[str]] = defaultdict(list)
-    for s in load_samples(path, problems, bench.sample_code):
-        codes[s.task_id].append(s.code)
-    return codes
-
-
-def generate(plugins: Plugins, cfg: GenerateConfig) -> dict[str, Any]:
-    if cfg.role not in ROLES:
-        raise ValueError(f"--role {cfg.role!r}: expected one of {', '.join(ROLES)}")
-    if cfg.n < 1 or cfg.k < 1:
-        raise ValueError("--n and --k must be at least 1")
-    if cfg.white_box_from and cfg.role != "tests":
-        raise ValueError("--white-box-from is for --role tests")
-    # A wrong generator name or option fails before anything is written.
-    parse_options(plugins.generators.get(cfg.generator), cfg.generator_options)
-    bench = plugins.benchmarks.create(cfg.benchmark, {**cfg.benchmark_options, **({"data": cfg.data} if cfg.data else {})})
-    problems = {p.task_id: p for p in bench.load()}
-    task_ids = list(problems)
-    if cfg.tasks:
-        for t in cfg.tasks:
-            if t not in problems:
-                raise ValueError(f"--tasks: {t!r} is not a task of {cfg.benchmark}{did_you_mean(t, problems)}")
-        task_ids = [t for t in task_ids if t in set(cfg.tasks)]
-    task_ids = task_ids[: cfg.limit] if cfg.limit else task_ids
-    role_key = "tests-white-box" if cfg.white_box_from else ("code" if cfg.role == "code" else "tests")
-    prompt = get_prompt(cfg.prompt or DEFAULT_PROMPT[role_key], cfg.prompt_file)
-    if cfg.white_box_from and "code" not in prompt.fields():
-        raise ValueError(f"prompt {prompt.name!r} has no {{code}}: a white-box suite needs the code it attacks")
-    codes = _white_box_codes(cfg.white_box_from, problems, bench) if cfg.white_box_from else {}
-
-    config = {**asdict(cfg), "command": "generate",
-              "prompt": prompt.name, "prompt_text": {"system": prompt.system, "user": prompt.user}}
-    store = RunStore(cfg.out, config, GenerateConfig.IDENTITY, overwrite=cfg.overwrite, rows_name=rows_name(cfg.role))
-    have: dict[str, int] = defaultdict(int)
-    for row in store.load_rows():
-        have[_unit(row["task_id"], row.get("code_index"))] += 1
-
-    requests: list[GenerationRequest] = []
-    for task_id in task_ids:
-        p = problems[task_id]
-        targets = list(enumerate(codes.get(task_id, []))) if cfg.white_box_from else [(None, None)]
-        for code_index, code in targets:
-            unit = _unit(task_id, code_index)
-            if have[unit] >= cfg.n:
-                continue
-            values = {"question": question_text(p), "k": cfg.k, "entry_point": p.entry_point,
-                      "code": (code or "").strip("\n")}
-            messages = prompt.messages(**{f: values[f] for f in prompt.fields()})
-            indices = list(range(have[unit], cfg.n))
-            requests.append(GenerationRequest(task_id, unit, messages, indices,
-                                              request_seed(cfg.seed, unit, indices[0]), code_index))
-    wanted = sum(r.n for r in requests)
-
-    stats = {"samples": 0, "prompt_tokens": 0, "completion_tokens": 0, "cache_hits": 0, "finish_reasons": {}}
-    t0 = time.perf_counter()
-    generator = plugins.generators.create(cfg.generator, cfg.generator_options, model=cfg.model,
-                                          sampling=cfg.sampling()) if requests else None
-    try:
-        identity = generator.identity() if generator else None
-        cache = (GenerationCache(cfg.cache_dir or default_cache_dir(), identity, cfg.sampling())
-                 if generator and cfg.cache and identity is not None else None)
-        store.write_environment({"generator": generator.info() if generator else {"name": cfg.generator}})
-        with stage_bar("generate", wanted, cfg.progress) as bar:
-            for req, gens in with_cache(generator, cache, requests) if requests else ():
-                if len(gens) != req.n:
-                    raise GenerationError(f"generator {cfg.generator!r} returned {len(gens)} samples for "
-                                          f"{req.unit}, asked for {req.n}")
-                for index, g in zip(req.indices, gens):
-                    row = sample_row(cfg.role, cfg.k, problems[req.task_id], req, index, g)
-                    store.append_row(row)
-                    stats["samples"] += 1
-                    stats["prompt_tokens"] += g.prompt_tokens
-                    stats["completion_tokens"] += g.completion_tokens
-                    stats["finish_reasons"][g.finish_reason] = stats["finish_reasons"].get(g.finish_reason, 0) + 1
-                bar.update(len(gens))
-        stats["cache_hits"] = cache.hits if cache else 0
-    finally:
-        if generator is not None:  # again at the end: the generator's counters (retries, ...)
-            store.write_environment({"generator": generator.info()})
-            generator.close()
-    elapsed = time.perf_counter() - t0
-    rows = store.load_rows()
-    results = {"command": "generate", "role": cfg.role, "benchmark": cfg.benchmark, "generator": cfg.generator,
-               "model": cfg.model, "prompt": prompt.name, "tasks": len(task_ids), "rows": len(rows),
-               "this_run": {**stats, "seconds": round(elapsed, 3),
-                            "samples_per_s": round(stats["samples"] / elapsed, 3) if elapsed else None,
-                            "completion_tokens_per_s": round(stats["completion_tokens"] / elapsed, 1) if elapsed else None},
-               "parsing": parsing_summary(rows, cfg.role)}
-    store.write_results(results)
-    return results
-
-
-def sample_row(role: str, k: int, problem: Problem, req: GenerationRequest, index: int, g: Generation) -> dict:
-    """One line of samples.jsonl (evalplus' task_id + solution) or tests.jsonl, with the raw
-    response and what parsing made of it."""
-    row: dict[str, Any] = {"task_id": req.task_id, "index": index}
-    if req.code_index is not None:
-        row["code_index"] = req.code_index
-    if role == "code":
-        ex = extract_code(g.text, problem.entry_point)
-        row["solution"] = _with_prompt_imports(problem.prompt, ex.code)
-        row["extraction"] = {key: v for key, v in ex.to_json().items() if key != "code"}
-    else:
-        suite = extract_tests(g.text, problem.entry_point, k)
-        row["tests"] = suite.tests
-        row["parse"] = {key: v for key, v in suite.to_json().items() if key != "tests"}
-    row.update({"raw": g.text, "finish_reason": g.finish_reason, "prompt_tokens": g.prompt_tokens,
-                "completion_tokens": g.completion_tokens})
-    return row
-
-
-def _unit(task_id: str, code_index: int | None) -> str:
-    return task_id if code_index is None else f"{task_id}#code{code_index}"
-
-
-def _with_prompt_imports(prompt: str, code: str) -> str:
-    """Models often answer with the function alone, without the imports the prompt made
-    (``from typing import List``): those imports go in front."""
-    import ast
-
-    if not code.strip():
-        return code
-    try:
-        tree = ast.parse(prompt)
-    except SyntaxError:
-        return code
-    imports = [ast.get_source_segment(prompt, n) for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
-    missing = [line for line in imports if line and line not in code]
-    return "\n".join(missing) + "\n\n" + code if missing else code
-
-
-def parsing_summary(rows: Iterable[dict], role: str) -> dict[str, Any]:
-    rows = list(rows)
-    if role == "code":
-        ex = [r.get("extraction", {}) for r in rows]
-        return {"samples": len(rows), "fenced": sum(1 for e in ex if e.get("source", "").startswith("block")),
-                "syntax_errors": sum(1 for e in ex if e.get("syntax_error")),
-                "defines_entry_point": sum(1 for e in ex if e.get("defines_entry_point"))}
-    ps = [r.get("parse", {}) for r in rows]
-    return {"suites": len(rows), "requested": sum(p.get("requested", 0) for p in ps),
-            "found": sum(p.get("found", 0) for p in ps), "kept": sum(len(r.get("tests", [])) for r in rows),
-            "parsed": sum(p.get("parsed", 0) for p in ps), "unique": sum(p.get("unique", 0) for p in ps),
-            "missing": sum(p.get("missing", 0) for p in ps)}

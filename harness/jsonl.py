@@ -1,9 +1,19 @@
-"""JSON Lines files, read row by row, every error naming the file and the line."""
+"""Reading JSON files row by row; every error names the file and the line.
+
+* ``json_rows``: a JSON Lines input file (samples, tests, replayed generations): strict.
+* ``appended_rows``: a file this project appends to as work lands (a run's rows, the
+  generation cache): a torn last line, left by a process killed mid-write, is dropped and
+  cut from the file so the next append starts clean.
+* ``json_records``: a data file that is either one JSON array or JSON Lines, optionally
+  gzip-compressed (ULT, KodCode).
+"""
 
 from __future__ import annotations
 
+import gzip
 import json
-from typing import Iterator
+from pathlib import Path
+from typing import Any, Callable, Iterator
 
 
 def json_rows(path: str, error: type[Exception] = ValueError, label: str = "",
@@ -16,14 +26,86 @@ def json_rows(path: str, error: type[Exception] = ValueError, label: str = "",
     except OSError as exc:
         raise error(f"{label}{path}: {exc.strerror}") from None
     with fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{lineno}"
+        try:
+            for lineno, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                where = f"{path}:{lineno}"
+                yield where, _object(line, where, error, what)
+        except UnicodeDecodeError:
+            raise error(f"{label}{path}: not a UTF-8 text file{_gzip_hint(path)}") from None
+
+
+def _object(line: str | bytes, where: str, error: type[Exception], what: str) -> dict:
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise error(f"{where}: invalid JSON ({exc.msg}, column {exc.colno})") from None
+    if not isinstance(row, dict):
+        raise error(f"{where}: {what} must be a JSON object")
+    return row
+
+
+def appended_rows(path: str | Path, convert: Callable[[dict], Any] = lambda row: row,
+                  error: type[Exception] | None = ValueError, hint: str = "", repair: bool = True) -> list:
+    """Rows of a file written by appending, each through ``convert``. A torn last line is
+    dropped (and, with ``repair``, cut from the file); a bad line elsewhere raises ``error``
+    naming it (with ``hint``: what to do about it), or is skipped when ``error`` is None."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    raw = path.read_bytes()
+    lines = raw.split(b"\n")
+    rows: list = []
+    good_bytes = 0
+    for i, line in enumerate(lines):
+        if line.strip():
             try:
                 row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise error(f"{where}: invalid JSON ({exc.msg} at column {exc.colno})") from None
-            if not isinstance(row, dict):
-                raise error(f"{where}: {what} must be a JSON object")
-            yield where, row
+                if not isinstance(row, dict):
+                    raise ValueError("not a JSON object")
+                rows.append(convert(row))
+            except (json.JSONDecodeError, TypeError, ValueError, KeyError) as exc:
+                if i == len(lines) - 1 or (i == len(lines) - 2 and not lines[-1].strip()):
+                    if repair:  # torn by a kill mid-write: cut it, so the next append starts clean
+                        with open(path, "r+b") as fh:
+                            fh.truncate(good_bytes)
+                    break
+                if error is not None:
+                    raise error(f"{path}:{i + 1}: unreadable row ({exc}){hint}") from None
+        good_bytes += len(line) + 1
+    return rows
+
+
+def json_records(path: str, error: type[Exception] = ValueError) -> list[tuple[str, dict]]:
+    """``("FILE:LINE", record)`` pairs from a JSON array (line 1 for all) or JSON Lines,
+    plain or gzip-compressed."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise error(f"{path}: {exc.strerror}") from None
+    if data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise error(f"{path}: not a UTF-8 text file") from None
+    if text.lstrip().startswith("["):
+        try:
+            array = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise error(f"{path}:{exc.lineno}: invalid JSON ({exc.msg}, column {exc.colno})") from None
+        for i, record in enumerate(array):
+            if not isinstance(record, dict):
+                raise error(f"{path}: item {i} of the JSON array is not an object")
+        return [(f"{path}:1", r) for r in array]
+    return [(f"{path}:{n}", _object(line, f"{path}:{n}", error, "a record"))
+            for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+
+
+def _gzip_hint(path: str) -> str:
+    try:
+        with open(path, "rb") as fh:
+            return " (it is gzip-compressed)" if fh.read(2) == b"\x1f\x8b" else ""
+    except OSError:
+        return ""

@@ -5,9 +5,18 @@ from __future__ import annotations
 import reprlib
 from typing import Any, Callable
 
-from codea1.harness.records import (ERROR, FAIL, PASS, SANDBOX_ERROR, TIMEOUT, ExecJob, RawResult, TestCase,
-                             TestVerdict, Verdict)
-
+from codea1.harness.records import (
+    ERROR,
+    FAIL,
+    PASS,
+    SANDBOX_ERROR,
+    TIMEOUT,
+    ExecJob,
+    RawResult,
+    TestCase,
+    TestVerdict,
+    Verdict,
+)
 
 _REPR = reprlib.Repr()
 _REPR.maxlevel, _REPR.maxlist, _REPR.maxtuple, _REPR.maxdict, _REPR.maxset = 4, 12, 12, 8, 8

@@ -1,53 +1,51 @@
-"""Metric plugin base: a metric is a pure function of per-task outcomes."""
+"""Metric plugin bases: a metric is a pure function of per-task outcomes.
+
+Two kinds, two base classes; the metrics registry takes subclasses of either and nothing
+else:
+
+* ``CodeMetric`` (pass@k, avg@k): ``compute(outcomes, k)`` over each task's sample verdicts,
+  used by ``codea1 evaluate``;
+* ``TestMetric`` (test-pass@k, mut@k, coverage@k, Mul): ``compute(records, k, task_set,
+  largest_k)`` over ``TaskRecord``s, used by ``codea1 evaluate-tests``.
+
+The formulas themselves live in ``codea1.harness.formulas``; a metric names one and says
+how it is labelled.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Callable, Mapping, Sequence
+from typing import Mapping, Sequence
 
+from codea1.harness.formulas import MetricValue
+from codea1.harness.records import TaskRecord
 
-@dataclass
-class MetricValue:
-    """``value`` is a fraction in [0, 1], or None when the metric is undefined for this run
-    (``note`` says why); ``per_task`` holds each task's figure."""
-
-    value: float | None
-    per_task: dict[str, float] = field(default_factory=dict)
-    note: str = ""
+__all__ = ["Metric", "CodeMetric", "TestMetric", "MetricValue"]
 
 
 class Metric:
-    """Subclasses set ``name`` (e.g. "pass@k"), ``description`` and ``applies_to`` ("code" or
-    "tests"), and implement ``compute``. ``k`` comes from the run's ``--k`` list."""
+    """Common to both kinds: ``name`` (e.g. "pass@k"), ``description``, and the label of
+    the figure for one k."""
 
     name = ""
     description = ""
-    applies_to = "code"
-
-    def compute(self, outcomes: Mapping[str, Sequence[bool]], k: int) -> MetricValue:
-        """Code metrics: ``outcomes`` maps task id to the pass/fail of its samples, in sample
-        order (skipped samples already removed)."""
-        raise NotImplementedError
-
-    def compute_tests(self, records: Mapping, k: int, task_set: str = "per-k", largest_k: int | None = None) -> MetricValue:
-        """Test metrics (``applies_to = "tests"``): ``records`` maps task id to a
-        ``harness.tests_evaluation.TaskRecord``; ``task_set`` "largest-k" makes every k use
-        the task set of ``largest_k``, the run's largest k (the reference fork's quirk)."""
-        raise NotImplementedError
 
     def label(self, k: int) -> str:
         return self.name.replace("@k", f"@{k}")
 
 
-def mean_over_tasks(outcomes: Mapping[str, Sequence[bool]], k: int,
-                    per_task: Callable[[Sequence[bool]], float]) -> MetricValue:
-    """Mean of ``per_task(samples)`` over tasks with at least one judged sample. Undefined
-    (None, with a note naming a task) when any such task has fewer than k samples."""
-    judged = {t: o for t, o in outcomes.items() if len(o)}
-    if not judged:
-        return MetricValue(None, note="no judged sample")
-    short = [t for t, o in judged.items() if len(o) < k]
-    if short:
-        return MetricValue(None, note=f"{len(short)} task(s) have fewer than {k} samples, e.g. {short[0]}")
-    figures = {t: per_task(o) for t, o in judged.items()}
-    return MetricValue(sum(figures.values()) / len(figures), figures)
+class CodeMetric(Metric):
+    def compute(self, outcomes: Mapping[str, Sequence[bool]], k: int) -> MetricValue:
+        """``outcomes`` maps task id to the pass/fail of its samples, in sample order
+        (skipped samples and sandbox errors already removed). Pure; k comes from ``--k``."""
+        raise NotImplementedError
+
+
+class TestMetric(Metric):
+    __test__ = False  # "Test" as in test LLM: not a pytest class
+
+    def compute(self, records: Mapping[str, TaskRecord], k: int, task_set: str = "per-k",
+                largest_k: int | None = None) -> MetricValue:
+        """``records`` maps task id to its ``TaskRecord``; ``task_set`` "largest-k" makes
+        every k use the task set of ``largest_k``, the run's largest k (the reference
+        evaluation fork's quirk; metrics without a task set ignore it). Pure."""
+        raise NotImplementedError

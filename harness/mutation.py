@@ -12,10 +12,13 @@ cosmic-ray is imported when mutants are first asked for (``pip install 'codea1[m
 from __future__ import annotations
 
 import difflib
+import importlib.util
 from dataclasses import dataclass
 
+from codea1.harness.errors import Codea1Error
 
-class MutationUnavailable(RuntimeError):
+
+class MutationUnavailable(Codea1Error):
     pass
 
 
@@ -32,12 +35,16 @@ class Mutant:
                                             f"a/{name}", f"b/{name}", n=1))
 
 
-def require() -> None:
-    """Fail clearly, before any work, when cosmic-ray is missing."""
+def require(coverage: bool = False) -> None:
+    """Fail clearly, before any work, when cosmic-ray (or, with ``coverage``, coverage.py) is
+    missing."""
     try:
         import cosmic_ray.plugins  # noqa: F401
     except ImportError as exc:
         raise MutationUnavailable("mutation testing needs cosmic-ray: pip install 'codea1[mutation]'") from exc
+    if coverage and importlib.util.find_spec("coverage") is None:
+        raise MutationUnavailable("the coverage stage needs coverage.py: pip install 'codea1[mutation]' "
+                                  "(or pass --no-coverage)")
 
 
 def _operators():

@@ -19,12 +19,38 @@ from typing import Sequence
 import pluggy
 
 from codea1.harness import hookspecs
-from codea1.harness.registry import KINDS, Registry, UnknownPluginError, did_you_mean
+from codea1.harness.benchmark import Benchmark
+from codea1.harness.cli import Command
+from codea1.harness.execution import Executor
+from codea1.harness.generation import Generator
+from codea1.harness.metrics import CodeMetric, TestMetric
+from codea1.harness.registry import (
+    PluginLoadError,
+    Registry,
+    UnknownPluginError,
+    did_you_mean,
+)
+from codea1.harness.reporting import Reporter
+from codea1.harness.training import PolicyBackend, Trainer
 
 DISABLE_AUTOLOAD_ENV = "CODEA1_DISABLE_PLUGIN_AUTOLOAD"
 BUILTIN_DISTRIBUTION = "codea1 (built-in)"
 
+# Each kind: its registry's name (the hook is codea1_register_<kind>) and the base class
+# every entry must subclass.
+KINDS: dict[str, type | tuple[type, ...]] = {
+    "executors": Executor,
+    "generators": Generator,
+    "metrics": (CodeMetric, TestMetric),
+    "benchmarks": Benchmark,
+    "trainers": Trainer,
+    "backends": PolicyBackend,
+    "reporters": Reporter,
+    "commands": Command,
+}
+
 BUILTIN_PLUGINS = (
+    "codea1.harness.commands",
     "codea1.plugins.executors.subprocess",
     "codea1.plugins.executors.firejail",
     "codea1.plugins.executors.bubblewrap",
@@ -49,10 +75,6 @@ BUILTIN_PLUGINS = (
 )
 
 
-class PluginLoadError(RuntimeError):
-    pass
-
-
 @dataclass
 class Plugins:
     """The loaded plugin manager with one registry per kind."""
@@ -75,8 +97,8 @@ class Plugins:
         for kind in KINDS:
             for name in self.registries[kind].names():
                 e = self.registries[kind].get(name)
-                rows.append({"kind": kind[:-1], "name": name, "plugin": e.plugin,
-                             "distribution": e.distribution, "description": e.description})
+                rows.append({"kind": kind[:-1], "name": name, "plugin": e.plugin, "distribution": e.distribution,
+                             "description": e.description, "options": e.options()})
         return rows
 
 
@@ -117,17 +139,18 @@ def load_plugins(plugin_paths: Sequence[str] = (), autoload: bool | None = None,
         module = _load_file_plugin(path)
         pm.register(module, name=f"file:{path}")
         origin[f"file:{path}"] = f"file {path}"
-    for obj in extra:
-        name = pm.register(obj)
+    for i, obj in enumerate(extra):
+        label = getattr(obj, "__name__", None) or type(obj).__name__
+        name = pm.register(obj, name=f"{label}#{i}" if pm.has_plugin(label) else label)
         origin[name] = "registered in-process"
     pm.check_pending()
 
     plugins = Plugins(pm)
-    for kind in KINDS:
-        registry = Registry(kind)
+    for kind, base in KINDS.items():
+        registry = Registry(kind, base)
         hook = getattr(pm.hook, f"codea1_register_{kind}")
         # Called one implementation at a time so each entry records which plugin added it.
-        for impl in reversed(hook.get_hookimpls()):
+        for impl in hook.get_hookimpls():  # in registration order: built-ins, entry points, files, in-process
             registry._current = (impl.plugin_name, origin.get(impl.plugin_name, "unknown"))
             impl.function(registry=registry)
         registry._current = ("", "")

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import ast
 import string
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+import tomllib
+
+from codea1.harness.errors import Codea1Error
 from codea1.harness.records import Problem
 
 BUILTIN = Path(__file__).parent / "prompts" / "paper.toml"
@@ -24,7 +26,7 @@ PLACEHOLDERS = ("question", "code", "k", "entry_point")
 DEFAULT_PROMPT = {"code": "code", "tests": "test-black-box", "tests-white-box": "test-white-box"}
 
 
-class PromptError(ValueError):
+class PromptError(Codea1Error):
     """A bad prompt file: the message names the file, the table and the field."""
 
 

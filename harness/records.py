@@ -1,4 +1,5 @@
-"""Records shared by every flow: problems, samples, tests, execution jobs and verdicts.
+"""Records shared by every flow: problems, samples, tests, execution jobs, verdicts, and the
+per-task record of a generated test suite (``TaskRecord``).
 
 Plain dataclasses that serialise to JSON (``to_json``/``from_json``); the run store writes
 them with ``RECORD_VERSION`` so that files from older runs can be recognised.
@@ -189,3 +190,27 @@ class Verdict(_Record):
         data = dict(data)
         data["tests"] = [TestVerdict.from_json(t) for t in data.get("tests", [])]
         return super().from_json(data)
+
+
+@dataclass
+class TaskRecord(_Record):
+    """One task's tests and what they did; the metric plugins read only this."""
+
+    __test__ = False
+    task_id: str
+    tests: list[str]  # the first max(k) tests, as given
+    valid: list[bool]  # per test position
+    reasons: list[str]  # why each invalid test is invalid ("" when valid)
+    mutants_total: int = 0  # mutation positions before dedupe
+    mutants: list[dict] = field(default_factory=list)  # {id, first_fail (None = survived every test run), status, diff}
+    mutated_with: int = 0  # how many leading tests the mutants ran against
+    coverage: dict[str, dict] = field(default_factory=dict)  # str(k) -> {"line": f, "branch": f or None}
+    tests_hash: str = ""
+
+    def leading_valid(self) -> int:
+        n = 0
+        for ok in self.valid:
+            if not ok:
+                break
+            n += 1
+        return n

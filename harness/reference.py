@@ -18,6 +18,7 @@ from typing import Any, Callable, Sequence
 from codea1.harness import plaindata
 from codea1.harness.execution import Executor, encoded_tests, run_jobs
 from codea1.harness.judge import Checker, judge
+from codea1.harness.progress import stage_bar
 from codea1.harness.records import ExecJob, Problem, RawResult
 
 CACHE_VERSION = "2"
@@ -114,9 +115,12 @@ def _summarise(problem: Problem, job: ExecJob, raw: RawResult, checks_tests: boo
 
 
 def run_references(problems: Sequence[Problem], executor: Executor, *, checks_tests: Callable[[Problem], bool],
-                   memory_mb: int = 4096, progress=None, use_cache: bool = True) -> dict[str, ReferenceRun]:
+                   memory_mb: int = 4096, progress: bool = False, stage: str = "reference",
+                   use_cache: bool = True) -> dict[str, ReferenceRun]:
     """Reference results by task id. ``checks_tests(problem)`` is False where the tests carry
-    no expected values (the reference's outputs *are* the expected values)."""
+    no expected values (the reference's outputs *are* the expected values). With
+    ``progress``, one bar named ``stage`` counts the references actually run (none when
+    every one is cached)."""
     folder = cache_dir() / "reference"
     out: dict[str, ReferenceRun] = {}
     jobs: dict[str, tuple[Problem, Path, ExecJob]] = {}
@@ -129,8 +133,6 @@ def run_references(problems: Sequence[Problem], executor: Executor, *, checks_te
             except (OSError, ValueError, KeyError):
                 pass  # torn or stale cache entry: recomputed below
         jobs[f"ref:{p.task_id}"] = (p, path, _reference_job(p, memory_mb))
-    if progress is not None:
-        progress.total = len(jobs)
     if use_cache and jobs:
         folder.mkdir(parents=True, exist_ok=True)
 
@@ -140,9 +142,8 @@ def run_references(problems: Sequence[Problem], executor: Executor, *, checks_te
         out[p.task_id] = ref
         if use_cache and not (ref.error and ref.error.startswith("sandbox error")):
             ref.save(path)
-        if progress is not None:
-            progress.update(1)
+        bar.update(1)
 
-    if jobs:
+    with stage_bar(stage, len(jobs), progress) as bar:
         run_jobs(executor, [j for _, _, j in jobs.values()], on_result=landed)
     return out

@@ -1,4 +1,5 @@
-"""Registries of plugin classes, one per kind, with "did you mean" for unknown names."""
+"""Registries of plugin classes, one per kind, each with the base class it accepts, "did you
+mean" for unknown names, and each plugin's own options."""
 
 from __future__ import annotations
 
@@ -8,21 +9,29 @@ import typing
 from dataclasses import dataclass
 from typing import Any
 
-KINDS = ("executors", "generators", "metrics", "benchmarks", "trainers", "reporters")
+from codea1.harness.errors import Codea1Error
 
 
-class UnknownPluginError(LookupError):
+class UnknownPluginError(Codea1Error):
     pass
 
 
-class OptionError(ValueError):
+class OptionError(Codea1Error):
     pass
+
+
+class PluginLoadError(Codea1Error):
+    """A plugin could not be loaded or registered something it may not."""
 
 
 def did_you_mean(name: str, known) -> str:
     close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.5)
     hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
     return f"{hint} (known: {', '.join(sorted(known)) or 'none'})"
+
+
+def qualified_name(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
 
 
 @dataclass
@@ -37,32 +46,66 @@ class Entry:
     def description(self) -> str:
         return getattr(self.cls, "description", "") or (self.cls.__doc__ or "").strip().split("\n")[0]
 
+    def options(self) -> list[dict[str, str]]:
+        """The plugin's options as users set them: name, type and default."""
+        options_cls = getattr(self.cls, "Options", None)
+        if options_cls is None:
+            return []
+        hints = typing.get_type_hints(options_cls)
+        out = []
+        for f in dataclasses.fields(options_cls):
+            default = f.default if f.default is not dataclasses.MISSING else (
+                f.default_factory() if f.default_factory is not dataclasses.MISSING else None)
+            hint = hints.get(f.name, str)
+            out.append({"name": f.name, "type": getattr(hint, "__name__", str(hint).replace("typing.", "")),
+                        "default": repr(default)})
+        return out
+
 
 class Registry:
-    def __init__(self, kind: str):
+    """Plugin classes of one kind by name. ``base``: the class (or classes) every entry must
+    subclass; anything else is refused, naming the plugin that offered it."""
+
+    def __init__(self, kind: str, base: type | tuple[type, ...] = object):
         self.kind = kind
+        self.base = base if isinstance(base, tuple) else (base,)
         self.entries: dict[str, Entry] = {}
         self._current = ("", "")
 
+    @property
+    def singular(self) -> str:
+        return self.kind[:-1]
+
     def add(self, cls: Any, name: str | None = None) -> Any:
         """Register ``cls`` under ``name`` (default: ``cls.name``). A name may be taken once."""
+        plugin, origin = self._current
+        offered_by = f"plugin {plugin} ({origin})" if plugin else "a plugin"
+        if not (isinstance(cls, type) and issubclass(cls, self.base)) or cls in self.base:
+            wanted = " or ".join(qualified_name(b) for b in self.base)
+            raise PluginLoadError(f"{offered_by} registered {cls!r} as a {self.singular}, but a {self.singular} "
+                                  f"must be a subclass of {wanted}")
         name = name or getattr(cls, "name", "")
         if not name:
-            raise ValueError(f"{self.kind}: {cls!r} has no name")
+            raise PluginLoadError(f"{offered_by} registered {qualified_name(cls)} as a {self.singular} without a name")
         if name in self.entries:
             other = self.entries[name]
-            raise ValueError(f"{self.kind} {name!r} is registered twice: by {other.plugin} and by {self._current[0]}")
-        self.entries[name] = Entry(name, cls, self.kind, *self._current)
+            raise PluginLoadError(f"{self.singular} {name!r} is registered twice: by {other.plugin} "
+                                  f"({other.distribution}) and by {plugin} ({origin})")
+        self.entries[name] = Entry(name, cls, self.kind, plugin, origin)
         return cls
 
     def get(self, name: str) -> Entry:
         try:
             return self.entries[name]
         except KeyError:
-            raise UnknownPluginError(f"unknown {self.kind[:-1]} {name!r}{did_you_mean(name, self.entries)}") from None
+            raise UnknownPluginError(f"unknown {self.singular} {name!r}{did_you_mean(name, self.entries)}") from None
 
     def names(self) -> list[str]:
         return sorted(self.entries)
+
+    def of_type(self, base: type) -> list[str]:
+        """Names of the entries that subclass ``base`` (e.g. the code metrics)."""
+        return [n for n in self.names() if issubclass(self.entries[n].cls, base)]
 
     def create(self, name: str, options: dict[str, str] | None = None, **kwargs) -> Any:
         entry = self.get(name)

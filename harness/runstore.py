@@ -8,21 +8,26 @@ import json
 import os
 import platform
 import sys
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from codea1.harness.errors import Codea1Error
+from codea1.harness.jsonl import appended_rows
 from codea1.harness.records import RECORD_VERSION, Verdict
 
 PACKAGES = ("codea1", "pluggy", "evalplus", "bigcodebench", "numpy", "pandas", "tqdm", "torch", "transformers",
             "vllm", "ray", "openrlhf", "cosmic-ray", "coverage", "sandbox-fusion")
 
 
-class RunStoreError(ValueError):
+class RunStoreError(Codea1Error):
     pass
 
 
 def environment() -> dict[str, Any]:
+    from importlib import (
+        metadata,  # slow to import: only when a run writes its environment
+    )
+
     versions = {}
     for name in PACKAGES:
         try:
@@ -36,11 +41,15 @@ def environment() -> dict[str, Any]:
 
 class RunStore:
     """``identity`` are the config fields that must match for a resume (benchmark, samples,
-    ...); other config fields (workers, progress) may change between attempts."""
+    ...; the command always); other config fields (workers, progress) may change between
+    attempts."""
 
     def __init__(self, out_dir: str, config: dict[str, Any], identity: tuple[str, ...], overwrite: bool = False,
                  rows_name: str = "verdicts.jsonl"):
         self.dir = Path(out_dir)
+        if self.dir.exists() and not self.dir.is_dir():
+            raise RunStoreError(f"--out {out_dir}: a file is there; the run directory must be a directory "
+                                f"(or not exist yet)")
         self.dir.mkdir(parents=True, exist_ok=True)
         self.rows_path = self.dir / rows_name  # one JSON row per finished unit, appended
         self.config_path = self.dir / "config.json"
@@ -52,7 +61,7 @@ class RunStore:
                 old = json.loads(self.config_path.read_text())
             except json.JSONDecodeError as exc:
                 raise RunStoreError(f"{self.config_path}:{exc.lineno}: unreadable ({exc.msg}); pass --overwrite to start over") from None
-            for key in identity:
+            for key in ("command", *identity):
                 if old.get(key) != config.get(key):
                     raise RunStoreError(f"{self.config_path}: field {key!r} was {old.get(key)!r}, now {config.get(key)!r}; "
                                         f"this directory holds another run: pass --overwrite to replace it, or use another --out")
@@ -75,27 +84,7 @@ class RunStore:
         """Rows of an earlier attempt, each through ``convert``. A torn last line (the process
         died mid-write) is dropped and cut from the file; a bad line elsewhere is an error
         naming it."""
-        if not self.rows_path.exists():
-            return []
-        done: list = []
-        raw = self.rows_path.read_bytes()
-        lines = raw.split(b"\n")
-        good_bytes = 0
-        for i, line in enumerate(lines):
-            if not line.strip():
-                good_bytes += len(line) + 1
-                continue
-            try:
-                v = convert(json.loads(line))
-            except (json.JSONDecodeError, TypeError, ValueError) as exc:
-                if i == len(lines) - 1 or (i == len(lines) - 2 and not lines[-1].strip()):
-                    with open(self.rows_path, "r+b") as fh:
-                        fh.truncate(good_bytes)
-                    break
-                raise RunStoreError(f"{self.rows_path}:{i + 1}: unreadable row ({exc}); pass --overwrite") from None
-            done.append(v)
-            good_bytes += len(line) + 1
-        return done
+        return appended_rows(self.rows_path, convert, RunStoreError, hint="; pass --overwrite")
 
     def append(self, verdict: Verdict) -> None:
         self.append_row(verdict.to_json())

@@ -17,11 +17,12 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Callable
 
+from codea1.harness.errors import Codea1Error
 from codea1.harness.jsonl import json_rows
 from codea1.harness.records import CodeSample, Problem
 
 
-class SamplesError(ValueError):
+class SamplesError(Codea1Error):
     pass
 
 

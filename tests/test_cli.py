@@ -4,20 +4,26 @@ import json
 import os
 import subprocess
 
-from conftest import ROOT, codea1_command
+from conftest import codea1_command
 
 
-def codea1(*args, cwd=None):
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run(codea1_command() + list(args), capture_output=True, text=True, env=env, cwd=cwd, timeout=300)
+def codea1(*args, cwd=None, env=None):
+    return subprocess.run(codea1_command() + list(args), capture_output=True, text=True, env={**os.environ, **(env or {})},
+                          cwd=cwd, timeout=300)
 
 
 def test_demo_evaluate_prints_a_table_and_resumes(tmp_path):
     out = tmp_path / "run"
-    first = codea1("evaluate", "--benchmark", "demo", "--out", str(out), "--k", "1")
+    cache = {"CODEA1_CACHE_DIR": str(tmp_path / "cache")}
+    first = codea1("evaluate", "--benchmark", "demo", "--out", str(out), "--k", "1", env=cache)
     assert first.returncode == 0, first.stderr
     assert "pass@1" in first.stdout and "demo/9" in first.stdout and "timeout" in first.stdout
-    assert "reference" in first.stderr and "evaluate" in first.stderr  # one progress bar per stage
+    assert "70.83%" in first.stdout and "first k samples" in first.stdout  # percentages, and what avg@k counts
+    bars = [line.split(":")[0].strip() for line in first.stderr.replace("\r", "\n").splitlines() if "|" in line]
+    assert set(bars) == {"reference", "evaluate"}  # one progress bar per stage
+    assert "12/12" in first.stderr  # the reference bar counts the references it runs
+    second = codea1("evaluate", "--benchmark", "demo", "--out", str(tmp_path / "run2"), env=cache)
+    assert second.returncode == 0 and "reference" not in second.stderr  # all cached: no bar, no "0job"
     again = codea1("evaluate", "--benchmark", "demo", "--out", str(out), "--no-progress")
     assert "(resumed 19)" in again.stdout
     assert json.loads((out / "results.json").read_text())["resumed"] == 19

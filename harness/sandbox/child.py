@@ -31,7 +31,6 @@ import types
 
 from codea1.harness import plaindata
 
-
 LARGE_OUTPUT_BYTES = 65536
 
 

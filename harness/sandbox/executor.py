@@ -19,8 +19,14 @@ import sys
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
-from codea1.harness.execution import (Executor, ExecutorUnavailable, PayloadEncoder, RecordStream, parse_records,
-                                      sandbox_failure)
+from codea1.harness.execution import (
+    Executor,
+    ExecutorUnavailable,
+    PayloadEncoder,
+    RecordStream,
+    parse_records,
+    sandbox_failure,
+)
 from codea1.harness.records import ExecJob, RawResult
 from codea1.harness.sandbox.pool import DEFAULT_PRELOAD, ZygotePool, package_roots
 

@@ -44,7 +44,12 @@ def build_tiny_model(directory: str | Path, *, vocab_size: int = 1024, hidden_si
     (including vLLM's CPU one) supports."""
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import GenerationConfig, PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+    from transformers import (
+        GenerationConfig,
+        PreTrainedTokenizerFast,
+        Qwen2Config,
+        Qwen2ForCausalLM,
+    )
 
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)

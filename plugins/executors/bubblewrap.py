@@ -20,7 +20,13 @@ import os
 from dataclasses import dataclass
 
 from codea1.harness.hookspecs import hookimpl
-from codea1.harness.sandbox.executor import SubprocessOptions, ZygoteExecutor, find_binary, runtime_paths, under
+from codea1.harness.sandbox.executor import (
+    SubprocessOptions,
+    ZygoteExecutor,
+    find_binary,
+    runtime_paths,
+    under,
+)
 
 DEFAULT_HIDE = "/tmp,/var/tmp,/root,/home,/run,/dev/shm,/mnt,/media"
 

@@ -16,7 +16,13 @@ import os
 from dataclasses import dataclass
 
 from codea1.harness.hookspecs import hookimpl
-from codea1.harness.sandbox.executor import SubprocessOptions, ZygoteExecutor, find_binary, runtime_paths, under
+from codea1.harness.sandbox.executor import (
+    SubprocessOptions,
+    ZygoteExecutor,
+    find_binary,
+    runtime_paths,
+    under,
+)
 
 # Where firejail's --whitelist applies; paths elsewhere stay visible read-only.
 WHITELISTABLE = ["/tmp", "/home", "/root", "/opt", "/srv", "/mnt", "/media"]

@@ -41,7 +41,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from codea1.harness.execution import Executor, ExecutorUnavailable, PayloadEncoder, parse_records, sandbox_failure
+from codea1.harness.execution import (
+    Executor,
+    ExecutorUnavailable,
+    PayloadEncoder,
+    parse_records,
+    sandbox_failure,
+)
 from codea1.harness.hookspecs import hookimpl
 from codea1.harness.records import ExecJob, RawResult
 

@@ -16,8 +16,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator
 
-from codea1.harness.generation import (Generation, GenerationError, GenerationRequest, Generator, GeneratorUnavailable,
-                                model_fingerprint)
+from codea1.harness.generation import (
+    Generation,
+    GenerationError,
+    GenerationRequest,
+    Generator,
+    GeneratorUnavailable,
+    model_fingerprint,
+)
 from codea1.harness.hookspecs import hookimpl
 from codea1.harness.prompts import chat_prompt, chat_template_source
 

@@ -24,7 +24,13 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Iterator
 
-from codea1.harness.generation import Generation, GenerationError, GenerationRequest, Generator, GeneratorUnavailable
+from codea1.harness.generation import (
+    Generation,
+    GenerationError,
+    GenerationRequest,
+    Generator,
+    GeneratorUnavailable,
+)
 from codea1.harness.hookspecs import hookimpl
 from codea1.harness.prompts import render_chatml
 

@@ -15,7 +15,12 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Iterator
 
-from codea1.harness.generation import Generation, GenerationError, GenerationRequest, Generator
+from codea1.harness.generation import (
+    Generation,
+    GenerationError,
+    GenerationRequest,
+    Generator,
+)
 from codea1.harness.hookspecs import hookimpl
 from codea1.harness.jsonl import json_rows
 

@@ -7,25 +7,17 @@ counts its missing tests as not passing; an unparseable assert is an invalid tes
 
 from __future__ import annotations
 
+from codea1.harness.formulas import test_pass_at_k
 from codea1.harness.hookspecs import hookimpl
-from codea1.harness.metrics import Metric, MetricValue
+from codea1.harness.metrics import TestMetric
 
 
-def accuracy_at_k(records, k: int) -> MetricValue:
-    if not records:
-        return MetricValue(None, note="no task")
-    per_task = {t: sum(r.valid[:k]) / k for t, r in records.items()}
-    return MetricValue(sum(per_task.values()) / len(per_task), per_task)
-
-
-class TestPassAtK(Metric):  # "Test" as in test LLM; __test__ keeps pytest away
-    __test__ = False
+class TestPassAtK(TestMetric):
     name = "test-pass@k"
     description = "valid tests among the first k generated, over tasks x k (the paper's test accuracy)"
-    applies_to = "tests"
 
-    def compute_tests(self, records, k, task_set="per-k", largest_k=None):
-        return accuracy_at_k(records, k)
+    def compute(self, records, k, task_set="per-k", largest_k=None):
+        return test_pass_at_k(records, k)
 
 
 @hookimpl

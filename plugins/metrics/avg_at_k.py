@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-from codea1.harness.estimators import avg_at_k
+from codea1.harness.formulas import avg_at_k, mean_over_tasks
 from codea1.harness.hookspecs import hookimpl
-from codea1.harness.metrics import Metric, mean_over_tasks
+from codea1.harness.metrics import CodeMetric
 
 
-class AvgAtK(Metric):
+class AvgAtK(CodeMetric):
     name = "avg@k"
     description = "mean pass rate of the first k samples, mean over tasks"
 

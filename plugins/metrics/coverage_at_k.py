@@ -6,28 +6,17 @@ branch-coverage@k (its branch coverage is undefined, not 100%).
 
 from __future__ import annotations
 
+from codea1.harness.formulas import coverage_at_k
 from codea1.harness.hookspecs import hookimpl
-from codea1.harness.metrics import Metric, MetricValue
+from codea1.harness.metrics import TestMetric
 
 
-def coverage_at_k(records, k: int, kind: str) -> MetricValue:
-    per_task = {}
-    for t, r in records.items():
-        figure = r.coverage.get(str(k), {}).get(kind)
-        if figure is not None:
-            per_task[t] = figure
-    if not per_task:
-        return MetricValue(None, note=f"no task has a measured {kind} coverage at k={k}")
-    return MetricValue(sum(per_task.values()) / len(per_task), per_task)
-
-
-class CoverageAtK(Metric):
+class CoverageAtK(TestMetric):
     name = "coverage@k"
     description = "line coverage of the reference function by the first k tests (coverage.py)"
-    applies_to = "tests"
     kind = "line"  # which figure of the coverage record
 
-    def compute_tests(self, records, k, task_set="per-k", largest_k=None):
+    def compute(self, records, k, task_set="per-k", largest_k=None):
         return coverage_at_k(records, k, self.kind)
 
 

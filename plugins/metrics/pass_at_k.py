@@ -7,12 +7,12 @@ tasks. Tasks with no judged sample (all skipped) are left out of the mean.
 
 from __future__ import annotations
 
-from codea1.harness.estimators import pass_at_k
+from codea1.harness.formulas import mean_over_tasks, pass_at_k
 from codea1.harness.hookspecs import hookimpl
-from codea1.harness.metrics import Metric, mean_over_tasks
+from codea1.harness.metrics import CodeMetric
 
 
-class PassAtK(Metric):
+class PassAtK(CodeMetric):
     name = "pass@k"
     description = "unbiased pass@k (1 - C(n-c,k)/C(n,k)), mean over tasks"
 

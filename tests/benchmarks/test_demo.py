@@ -5,8 +5,7 @@ import json
 
 from codea1.benchmarks.demo import SAMPLES_FILE
 from codea1.benchmarks.demo.problems import PROBLEMS, WRONG_SAMPLES
-
-from codea1.harness.evaluation import EvaluateConfig, evaluate
+from codea1.harness.flows.evaluate import EvaluateConfig, evaluate
 from codea1.harness.reference import run_references
 
 

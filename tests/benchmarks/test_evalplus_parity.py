@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 from conftest import shared_file
 
-from codea1.harness.evaluation import EvaluateConfig, evaluate
+from codea1.harness.flows.evaluate import EvaluateConfig, evaluate
 
 pytestmark = pytest.mark.data
 DATA = Path(__file__).resolve().parents[1] / "data"

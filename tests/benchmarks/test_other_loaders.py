@@ -10,7 +10,7 @@ import pytest
 from conftest import shared_file
 
 from codea1.harness.benchmark import BenchmarkError
-from codea1.harness.evaluation import EvaluateConfig, evaluate
+from codea1.harness.flows.evaluate import EvaluateConfig, evaluate
 
 pytestmark = pytest.mark.data
 

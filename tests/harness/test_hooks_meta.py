@@ -1,7 +1,7 @@
 """Meta-tests (as datasette does): every hook is documented and exercised by a test."""
 
+import ast
 import inspect
-import re
 from pathlib import Path
 
 from codea1.harness import hookspecs
@@ -21,10 +21,13 @@ def test_every_hook_is_documented_in_docs_plugins():
     assert not missing, f"undocumented hooks: {missing}"
 
 
-def test_every_hook_is_used_by_a_test():
-    tests = "".join(p.read_text() for p in (ROOT / "tests").rglob("*.py") if p.name != "test_hooks_meta.py")
-    missing = [h for h in HOOKS if not re.search(rf"\b{h}\b", tests)]
-    assert not missing, f"hooks without a test: {missing}"
+def test_every_hook_has_its_test_by_name():
+    """datasette's rule: hook X is exercised by a test function named test_hook_X."""
+    names = set()
+    for path in (ROOT / "tests").rglob("test_*.py"):
+        names |= {node.name for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.FunctionDef)}
+    missing = [h for h in HOOKS if f"test_hook_{h}" not in names]
+    assert not missing, f"hooks without a test_hook_<name> test: {missing}"
 
 
 def test_every_builtin_executor_runs_the_conformance_suite(plugins):

@@ -113,17 +113,22 @@ def test_plugin_options_are_validated_by_each_plugin(plugins):
 
 def test_a_name_taken_twice_is_an_error(tmp_path):
     dup = tmp_path / "dup.py"
-    dup.write_text("from codea1.harness.hookspecs import hookimpl\nfrom codea1.plugins.executors.subprocess import SubprocessExecutor\n"
-                   "@hookimpl\ndef codea1_register_executors(registry):\n    registry.add(SubprocessExecutor)\n")
-    with pytest.raises(ValueError, match="registered twice"):
+    dup.write_text("from codea1.api import ZygoteExecutor, hookimpl\n"
+                   "class Again(ZygoteExecutor):\n    name = 'subprocess'\n"
+                   "@hookimpl\ndef codea1_register_executors(registry):\n    registry.add(Again)\n")
+    with pytest.raises(PluginLoadError, match=r"executor 'subprocess' is registered twice: by "
+                                              r"codea1.plugins.executors.subprocess \(codea1 \(built-in\)\) and by "
+                                              rf"file:{dup} \(file {dup}\)"):
         load_plugins([str(dup)], autoload=False)
 
 
 def test_import_harness_stays_light():
-    code = ("import sys, harness, harness.cli, harness.plugin_manager, harness.evaluation, harness.generation, "
-            "codea1.harness.tts, harness.parsing, harness.prompts\n"
+    code = ("import sys, codea1.api, codea1.harness.cli, codea1.harness.plugin_manager, codea1.harness.flows.evaluate, "
+            "codea1.harness.flows.evaluate_tests, codea1.harness.flows.generate, codea1.harness.flows.tts, "
+            "codea1.harness.parsing, codea1.harness.prompts\n"
             "codea1.harness.plugin_manager.load_plugins(autoload=False)  # every built-in plugin module, generators too\n"
-            "heavy = [m for m in ('torch', 'vllm', 'ray', 'openrlhf', 'transformers', 'evalplus', 'numpy', 'openai')"
+            "heavy = [m for m in ('torch', 'vllm', 'ray', 'openrlhf', 'transformers', 'evalplus', 'numpy', 'openai',"
+            " 'pandas', 'matplotlib', 'cosmic_ray', 'coverage', 'deepspeed', 'bigcodebench', 'tenacity')"
             " if m in sys.modules]\n"
             "print(heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)

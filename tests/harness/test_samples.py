@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from codea1.harness.evaluation import EvaluateConfig, evaluate
+from codea1.harness.flows.evaluate import EvaluateConfig, evaluate
 from codea1.harness.samples import SamplesError
 
 

@@ -13,7 +13,7 @@ import pytest
 from conftest import shared_file
 from sandbox_fusion_server import SandboxFusionServer
 
-from codea1.harness.evaluation import EvaluateConfig, evaluate
+from codea1.harness.flows.evaluate import EvaluateConfig, evaluate
 
 pytestmark = [pytest.mark.data, pytest.mark.xdist_group("ray")]
 DATA = Path(__file__).resolve().parents[2] / "data"

@@ -61,8 +61,8 @@ def test_threads_still_work(executor, survive):
 
 
 def test_many_jobs_use_all_workers(executor):
-    from codea1.harness.execution import run_jobs
     from codea1.harness.asserts import parse_asserts
+    from codea1.harness.execution import run_jobs
     from codea1.harness.records import ExecJob
 
     tests, _ = parse_asserts("assert f(0) == 0", "f")

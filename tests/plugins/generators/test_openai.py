@@ -9,7 +9,8 @@ import pytest
 from openai_server import OpenAIServer
 
 from codea1.harness.cli import main
-from codea1.harness.generation import GenerateConfig, GenerationError, generate
+from codea1.harness.flows.generate import GenerateConfig, generate
+from codea1.harness.generation import GenerationError
 
 pytest.importorskip("openai", reason="the openai client is not installed (pip install 'codea1[openai]')")
 

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from codea1.harness.generation import GenerateConfig, GenerationError, generate
+from codea1.harness.flows.generate import GenerateConfig, generate
+from codea1.harness.generation import GenerationError
 
 
 def test_replay_re_scores_saved_responses_and_refuses_missing_ones(plugins, tmp_path):

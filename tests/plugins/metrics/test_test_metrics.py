@@ -8,11 +8,9 @@ import re
 import pytest
 from conftest import SHARED_DATA
 
-from codea1.harness.tests_evaluation import TaskRecord
-from codea1.plugins.metrics.accuracy import accuracy_at_k
-from codea1.plugins.metrics.coverage_at_k import coverage_at_k
-from codea1.plugins.metrics.mul import MulAtK, mul
-from codea1.plugins.metrics.mutation_score import mut_at_k
+from codea1.harness.formulas import coverage_at_k, mul, mut_at_k
+from codea1.harness.formulas import test_pass_at_k as accuracy_at_k
+from codea1.harness.records import TaskRecord
 
 T, F = True, False
 
@@ -75,11 +73,11 @@ def test_edge_cases():
     assert mut_at_k(all_killed, 1).value == 1.0
 
 
-def test_mul_and_coverage(records):
-    value = MulAtK().compute_tests(records, 2)
+def test_mul_and_coverage(plugins, records):
+    value = plugins.metrics.create("Mul").compute(records, 2)
     assert value.value == pytest.approx(0.75 * 0.5)
-    assert MulAtK().compute_tests(records, 5).value is None
-    assert MulAtK().label(5) == "Mul@5"
+    assert plugins.metrics.create("Mul").compute(records, 5).value is None
+    assert plugins.metrics.create("Mul").label(5) == "Mul@5"
     assert coverage_at_k(records, 1, "line").value == pytest.approx((0.5 + 0.25) / 2)
     assert coverage_at_k(records, 1, "branch").value == 0.0  # A's None is left out, not counted as 0
     assert coverage_at_k(records, 2, "branch").value == 0.5

@@ -1,4 +1,4 @@
-"""`evaluate` through the library API: lifecycle hooks, resume, overwrite, dedupe, files."""
+"""`evaluate` through the library API: results, resume, overwrite, dedupe, files."""
 
 from __future__ import annotations
 
@@ -6,83 +6,20 @@ import json
 
 import pytest
 
-from codea1.harness.evaluation import EvaluateConfig, evaluate
-from codea1.harness.hookspecs import hookimpl
-from codea1.harness.plugin_manager import load_plugins
+from codea1.harness.flows.evaluate import EvaluateConfig, evaluate
 from codea1.harness.runstore import RunStoreError
 
 
-class Recorder:
-    """An in-process plugin implementing every non-executor hook."""
-
-    def __init__(self):
-        self.events = []
-
-    @hookimpl
-    def codea1_register_generators(self, registry):
-        registry.add(type("EchoGenerator", (), {"name": "echo", "description": "test generator"}))
-
-    @hookimpl
-    def codea1_register_trainers(self, registry):
-        registry.add(type("NoopTrainer", (), {"name": "noop-trainer", "description": "test trainer"}))
-
-    @hookimpl
-    def codea1_register_reporters(self, registry):
-        registry.add(type("TableReporter", (), {"name": "table", "description": "test reporter"}))
-
-    @hookimpl
-    def codea1_register_metrics(self, registry):
-        from codea1.harness.metrics import Metric, MetricValue
-
-        class FirstSamplePasses(Metric):
-            name = "first@k"
-            description = "fraction of tasks whose first sample passes (k ignored)"
-
-            def compute(self, outcomes, k):
-                per_task = {t: float(o[0]) for t, o in outcomes.items() if o}
-                return MetricValue(sum(per_task.values()) / len(per_task), per_task)
-
-        registry.add(FirstSamplePasses)
-
-    @hookimpl
-    def codea1_run_started(self, config, out_dir):
-        self.events.append(("started", config["benchmark"]))
-
-    @hookimpl
-    def codea1_verdict_recorded(self, verdict):
-        self.events.append(("verdict", verdict.task_id, verdict.sample_index, verdict.status))
-
-    @hookimpl
-    def codea1_run_finished(self, results, out_dir):
-        self.events.append(("finished", results["counts"]["samples"]))
-
-
-@pytest.fixture
-def recorder():
-    rec = Recorder()
-    return rec, load_plugins(autoload=False, extra=[rec])
-
-
-def test_registration_hooks_of_every_kind(recorder):
-    _, plugins = recorder
-    kinds = {(r["kind"], r["name"]) for r in plugins.listing()}
-    assert {("generator", "echo"), ("trainer", "noop-trainer"), ("reporter", "table"), ("metric", "first@k")} <= kinds
-
-
-def test_lifecycle_hooks_and_run_files(recorder, tmp_path):
-    rec, plugins = recorder
+def test_run_files(plugins, tmp_path):
     results = evaluate(plugins, EvaluateConfig(benchmark="demo", out=str(tmp_path), progress=False))
-    assert rec.events[0] == ("started", "demo")
-    assert rec.events[-1] == ("finished", 19)
-    verdicts = [e for e in rec.events if e[0] == "verdict"]
-    assert len(verdicts) == 19
-    assert results["metrics"]["first@1"] == 1.0  # a plugin metric lands in results.json
     saved = json.loads((tmp_path / "results.json").read_text())
     assert saved["metrics"] == results["metrics"]
     assert all(0.0 <= v <= 1.0 for v in saved["metrics"].values())
     assert len((tmp_path / "verdicts.jsonl").read_text().splitlines()) == 19
-    assert json.loads((tmp_path / "config.json").read_text())["benchmark"] == "demo"
+    config = json.loads((tmp_path / "config.json").read_text())
+    assert config["benchmark"] == "demo" and config["command"] == "evaluate"
     assert "packages" in json.loads((tmp_path / "environment.json").read_text())
+    assert not list(tmp_path.glob("*_eval_results.json"))  # only for evalplus' benchmarks
 
 
 def test_demo_results(plugins, tmp_path):

@@ -9,8 +9,13 @@ import subprocess
 import pytest
 from conftest import ROOT, codea1_command
 
-from codea1.harness.tests_evaluation import (EvaluateTestsConfig, TestsFileError, asserts_from_completion, evaluate_tests,
-                                      read_tests_file)
+from codea1.harness.flows.evaluate_tests import (
+    EvaluateTestsConfig,
+    TestsFileError,
+    asserts_from_completion,
+    evaluate_tests,
+    read_tests_file,
+)
 
 pytest.importorskip("cosmic_ray", reason="cosmic-ray is not installed (pip install 'codea1[mutation]')")
 

@@ -10,11 +10,11 @@ Ties: the earliest sample (lowest index in the codes file) among those with the 
 That rule is deterministic and independent of executor order; since samples are i.i.d., it
 is as good as a random pick on average.
 
-Stages: ``golden`` is an ordinary ``codea1 evaluate`` run of the codes (in DIR/golden, so it
-resumes and dedupes as any evaluation); ``matrix`` runs each distinct code of a task once
-against all the task's unique generated tests (one executor job per code, no early stop),
-rows appended to DIR/matrix.jsonl as they land; selection and metrics are pure functions of
-the two. ``--curves`` adds CURE's view: accuracy of the selection over the first m codes
+Stages: ``golden`` is an ordinary ``codea1 evaluate`` run of the codes (in DIR/golden, on the
+same executor, so it resumes and dedupes as any evaluation); ``matrix`` runs each distinct
+code of a task once against all the task's unique generated tests (one executor job per
+code, no early stop), rows appended to DIR/matrix.jsonl as they land; ``select`` and the
+metrics are pure functions of the two. ``--curves`` adds CURE's view: accuracy of the selection over the first m codes
 with the first n suites, for a grid of (m, n).
 """
 
@@ -25,19 +25,19 @@ import hashlib
 import json
 import time
 from collections import defaultdict
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
 from codea1.harness.asserts import AssertParseError, parse_assert
 from codea1.harness.execution import batch_timeout, run_jobs
+from codea1.harness.flows.evaluate import EvaluateConfig, evaluate
+from codea1.harness.flows.evaluate_tests import tests_rows
 from codea1.harness.judge import judge
-from codea1.harness.plugin_manager import Plugins
 from codea1.harness.progress import stage_bar
 from codea1.harness.records import PASS, SANDBOX_ERROR, ExecJob, Problem, TestCase
-from codea1.harness.runstore import RunStore
+from codea1.harness.run import ExecutingRunConfig, Run, open_run
 from codea1.harness.samples import code_hash, load_samples
-from codea1.harness.tests_evaluation import tests_rows
 
 
 # -- pure selection ------------------------------------------------------------------------------
@@ -108,116 +108,136 @@ def read_suites(path: str, problems: dict[str, Problem]) -> dict[str, list[list[
 
 
 # -- the flow ------------------------------------------------------------------------------------
-@dataclass
-class TTSConfig:
-    benchmark: str
+@dataclass(kw_only=True)
+class TTSConfig(ExecutingRunConfig):
     codes: str
     tests: str
-    out: str
-    data: str | None = None
-    benchmark_options: dict[str, str] = field(default_factory=dict)
-    executor: str = "subprocess"
-    executor_options: dict[str, str] = field(default_factory=dict)
-    workers: int | None = None
     test_timeout: float = 2.0
     curves: bool = False
-    overwrite: bool = False
-    progress: bool = True
 
+    COMMAND = "tts"
+    ROWS = "matrix.jsonl"
     IDENTITY = ("benchmark", "codes", "tests", "data", "benchmark_options", "test_timeout")
 
 
-def best_of_n(plugins: Plugins, cfg: TTSConfig) -> dict[str, Any]:
-    from codea1.harness.evaluation import EvaluateConfig, evaluate
+@dataclass
+class TaskTests:
+    """A task's unique generated tests: sources, the first suite holding each, which ones
+    parsed (columns of the matrix) and the parsed tests, the rest with their reasons."""
 
-    bench = plugins.benchmarks.create(cfg.benchmark, {**cfg.benchmark_options, **({"data": cfg.data} if cfg.data else {})})
-    problems = {p.task_id: p for p in bench.load()}
+    tests: list[str]
+    first_suite: list[int]
+    columns: list[int]
+    parsed: list[TestCase]
+    unparsed: list[dict]
+    suites: int
+    key: str  # what a matrix row depends on: the tests and the per-test limit
+
+
+def best_of_n(plugins, cfg: TTSConfig) -> dict[str, Any]:
+    with open_run(plugins, cfg) as run:
+        codes = read_codes(run, cfg)
+        suites = read_suites(cfg.tests, run.all_problems)
+        run.start()
+        timing: dict[str, float] = {}
+        golden_run = golden_stage(plugins, run, cfg, timing)
+        skipped = golden_run["skipped_tasks"]
+        golden = {t: [s == PASS for s in d["statuses"]] for t, d in golden_run["tasks"].items() if t not in skipped}
+        tests = {t: task_tests(run.problems[t], suites.get(t, []), cfg.test_timeout) for t in sorted(golden)}
+        rows = matrix_stage(run, cfg, codes, tests, timing)
+        results = select(cfg, codes, tests, golden, rows, skipped, timing)
+        return run.finish(results)
+
+
+def read_codes(run: Run, cfg: TTSConfig) -> dict[str, list[str]]:
     codes: dict[str, list[str]] = defaultdict(list)
-    for s in load_samples(cfg.codes, problems, bench.sample_code):
-        codes[s.task_id].append(s.code)
-    suites = read_suites(cfg.tests, problems)
-    store = RunStore(cfg.out, {**asdict(cfg), "command": "tts"}, TTSConfig.IDENTITY, overwrite=cfg.overwrite,
-                     rows_name="matrix.jsonl")
-    timing = {}
+    for s in load_samples(cfg.codes, run.all_problems, run.bench.sample_code):
+        if s.task_id in run.problems:
+            codes[s.task_id].append(s.code)
+    return codes
 
-    # 1. golden: an ordinary evaluation of every code
+
+def golden_stage(plugins, run: Run, cfg: TTSConfig, timing: dict) -> dict[str, Any]:
+    """An ordinary evaluation of every code, in DIR/golden, on this run's executor."""
     t0 = time.perf_counter()
     golden_run = evaluate(plugins, EvaluateConfig(
         benchmark=cfg.benchmark, out=str(Path(cfg.out) / "golden"), samples=cfg.codes, data=cfg.data,
-        executor=cfg.executor, executor_options=cfg.executor_options, benchmark_options=cfg.benchmark_options,
-        workers=cfg.workers, overwrite=cfg.overwrite, progress=cfg.progress))
+        benchmark_options=cfg.benchmark_options, tasks=cfg.tasks, limit=cfg.limit, executor=cfg.executor,
+        executor_options=cfg.executor_options, workers=cfg.workers, overwrite=cfg.overwrite, progress=cfg.progress),
+        executor=run.executor)
     timing["golden_s"] = round(time.perf_counter() - t0, 3)
-    skipped = golden_run["skipped_tasks"]
-    golden = {t: [s == PASS for s in d["statuses"]] for t, d in golden_run["tasks"].items() if t not in skipped}
+    return golden_run
 
-    # 2. matrix: each distinct code against the task's unique generated tests
-    per_task: dict[str, dict[str, Any]] = {}
-    jobs: dict[str, tuple[str, ExecJob]] = {}
-    done = {(r["task_id"], r["job"]): r for r in store.load_rows()}
+
+def task_tests(problem: Problem, suites: list[list[str]], test_timeout: float) -> TaskTests:
+    tests, first = unique_tests(suites)
+    parsed, columns, unparsed = [], [], []
+    for j, src in enumerate(tests):
+        try:
+            parsed.append(parse_assert(src, problem.entry_point, f"gen/{j}"))
+            columns.append(j)
+        except AssertParseError as exc:
+            unparsed.append({"test": src, "reason": exc.reason})
+    key = hashlib.sha256(json.dumps([tests, test_timeout]).encode()).hexdigest()[:16]
+    return TaskTests(tests, first, columns, parsed, unparsed, len(suites), key)
+
+
+def matrix_stage(run: Run, cfg: TTSConfig, codes: dict[str, list[str]], tests: dict[str, TaskTests],
+                 timing: dict) -> dict[tuple[str, str], dict]:
+    """Each distinct code of a task against the task's parsed unique tests (no early stop);
+    rows by (task, job id), resumed ones included."""
+    done = {(r["task_id"], r["job"]): r for r in run.store.load_rows()}
     rows: dict[tuple[str, str], dict] = {}
-    for task_id in sorted(golden):
-        p = problems[task_id]
-        tests, first = unique_tests(suites.get(task_id, []))
-        parsed: list[TestCase] = []
-        columns: list[int] = []  # which unique tests parsed into runnable tests
-        unparsed = []
-        for j, src in enumerate(tests):
-            try:
-                parsed.append(parse_assert(src, p.entry_point, f"gen/{j}"))
-                columns.append(j)
-            except AssertParseError as exc:
-                unparsed.append({"test": src, "reason": exc.reason})
-        tests_key = hashlib.sha256(json.dumps([tests, cfg.test_timeout]).encode()).hexdigest()[:16]
-        per_task[task_id] = {"task_id": task_id, "tests": tests, "first_suite": first, "columns": columns, "unparsed": unparsed,
-                             "suites": len(suites.get(task_id, [])), "tests_key": tests_key}
-        if not parsed:
+    jobs: dict[str, tuple[str, ExecJob]] = {}
+    for task_id, tt in tests.items():
+        if not tt.parsed:
             continue
-        limits = [cfg.test_timeout] * len(parsed)
+        p = run.problems[task_id]
+        limits = [cfg.test_timeout] * len(tt.parsed)
         for code in dict.fromkeys(codes[task_id]):
-            job_id = f"{task_id}@{code_hash(code)}@{tests_key}"
+            job_id = f"{task_id}@{code_hash(code)}@{tt.key}"
             if (task_id, job_id) in done:
                 rows[(task_id, job_id)] = done[(task_id, job_id)]
                 continue
-            jobs[job_id] = (task_id, ExecJob(job_id=job_id, code=code, tests=parsed, entry_point=p.entry_point,
+            jobs[job_id] = (task_id, ExecJob(job_id=job_id, code=code, tests=tt.parsed, entry_point=p.entry_point,
                                              prelude=p.prelude, time_limits=limits, batch_timeout=batch_timeout(limits),
-                                             memory_mb=bench.memory_mb, fail_fast=False, large_output="value"))
+                                             memory_mb=run.bench.memory_mb, fail_fast=False, large_output="value"))
     t0 = time.perf_counter()
-    executor = plugins.executors.create(cfg.executor, cfg.executor_options, workers=cfg.workers)
-    with executor, stage_bar("matrix", len(jobs), cfg.progress) as bar:
-        store.write_environment({"executor": executor.info()})
-
+    with stage_bar("matrix", len(jobs), cfg.progress) as bar:
         def landed(raw):
             task_id, job = jobs[raw.job_id]
-            v = judge(task_id, 0, job, raw, bench.checker(problems[task_id]))
+            v = judge(task_id, 0, job, raw, run.bench.checker(run.problems[task_id]))
             row = {"task_id": task_id, "job": raw.job_id, "status": v.status,
                    "passes": [t.status == "pass" for t in v.tests]}
             rows[(task_id, raw.job_id)] = row
-            store.append_row(row)
+            run.store.append_row(row)
             bar.update(1)
 
-        run_jobs(executor, [j for _, j in jobs.values()], on_result=landed)
+        run_jobs(run.executor, [j for _, j in jobs.values()], on_result=landed)
     timing["matrix_s"] = round(time.perf_counter() - t0, 3)
+    return rows
 
-    # 3. selection, from the golden verdicts and the matrix
+
+def select(cfg: TTSConfig, codes: dict[str, list[str]], tests: dict[str, TaskTests], golden: dict[str, list[bool]],
+           rows: dict[tuple[str, str], dict], skipped: dict[str, str], timing: dict) -> dict[str, Any]:
+    """Per task, the code passing the most unique tests; then the metrics."""
     selection_tasks = []
     sandbox_errors = 0
-    for task_id, info in per_task.items():
-        width = len(info["tests"])
+    for task_id, tt in tests.items():
         passes = []
         for code in codes[task_id]:
-            job_id = f"{task_id}@{code_hash(code)}@{info['tests_key']}"
-            row = rows.get((task_id, job_id))
-            full = [False] * width
+            row = rows.get((task_id, f"{task_id}@{code_hash(code)}@{tt.key}"))
+            full = [False] * len(tt.tests)
             if row is not None:
                 sandbox_errors += row["status"] == SANDBOX_ERROR
-                for col, ok in zip(info["columns"], row["passes"]):
+                for col, ok in zip(tt.columns, row["passes"]):
                     full[col] = ok
             passes.append(full)
         chosen = select_best(passes)
-        info.update(passes=passes, golden=golden[task_id], chosen=chosen,
-                    chosen_correct=golden[task_id][chosen], pass_counts=[sum(r) for r in passes])
-        selection_tasks.append(info)
-    n_tasks = len(selection_tasks)
+        selection_tasks.append({"task_id": task_id, "tests": tt.tests, "first_suite": tt.first_suite,
+                                "columns": tt.columns, "unparsed": tt.unparsed, "suites": tt.suites,
+                                "passes": passes, "golden": golden[task_id], "chosen": chosen,
+                                "chosen_correct": golden[task_id][chosen], "pass_counts": [sum(r) for r in passes]})
 
     def mean(xs):
         xs = list(xs)
@@ -229,12 +249,13 @@ def best_of_n(plugins: Plugins, cfg: TTSConfig) -> dict[str, Any]:
     results: dict[str, Any] = {
         "command": "tts", "benchmark": cfg.benchmark, "codes": cfg.codes, "tests": cfg.tests, "metrics": metrics,
         "selection_rule": "most unique generated tests passed; ties: the lowest sample index",
-        "counts": {"tasks": n_tasks, "max_codes": max((len(t["golden"]) for t in selection_tasks), default=0),
+        "counts": {"tasks": len(selection_tasks),
+                   "max_codes": max((len(t["golden"]) for t in selection_tasks), default=0),
                    "max_suites": max((t["suites"] for t in selection_tasks), default=0),
                    "unique_tests": sum(len(t["tests"]) for t in selection_tasks),
                    "unparsed_tests": sum(len(t["unparsed"]) for t in selection_tasks),
                    "tasks_without_tests": sum(1 for t in selection_tasks if not t["columns"]),
-                   "matrix_sandbox_errors": sandbox_errors, "skipped_tasks": len(skipped)},
+                   "matrix_rows": len(rows), "matrix_sandbox_errors": sandbox_errors, "skipped_tasks": len(skipped)},
         "timing": timing, "skipped_tasks": skipped,
         "tasks": {t["task_id"]: {k: t[k] for k in ("chosen", "chosen_correct", "pass_counts", "golden", "suites",
                                                    "unparsed")} | {"unique_tests": len(t["tests"])}
@@ -243,5 +264,4 @@ def best_of_n(plugins: Plugins, cfg: TTSConfig) -> dict[str, Any]:
     if cfg.curves:
         results["curves"] = curves(selection_tasks, grid(results["counts"]["max_codes"]),
                                    [0] + grid(results["counts"]["max_suites"]))
-    store.write_results(results)
     return results

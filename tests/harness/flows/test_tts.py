@@ -10,7 +10,7 @@ import json
 import pytest
 
 from codea1.harness.cli import main
-from codea1.harness.tts import curves, grid, select_best, unique_tests
+from codea1.harness.flows.tts import curves, grid, select_best, unique_tests
 
 
 def test_most_passes_wins_and_ties_go_to_the_lowest_index():

@@ -14,7 +14,7 @@ from openai_server import OpenAIServer
 
 from codea1.benchmarks.demo.problems import PROBLEMS
 from codea1.harness.cli import main
-from codea1.harness.generation import GenerateConfig, GenerationError, generate
+from codea1.harness.flows.generate import GenerateConfig, generate
 
 pytest.importorskip("openai", reason="the openai client is not installed (pip install 'codea1[openai]')")
 TESTS_OF = {p["entry_point"]: p["tests"] for p in PROBLEMS}

@@ -4,7 +4,7 @@ from math import comb
 
 import pytest
 
-from codea1.harness.estimators import avg_at_k, pass_at_k
+from codea1.harness.formulas import avg_at_k, pass_at_k
 
 
 @pytest.mark.parametrize("n,c,k,expected", [

@@ -1,0 +1,307 @@
+"""``codea1 evaluate``: score a samples file on a benchmark.
+
+Stages (one progress bar each where work is done): read the samples; resume (verdicts
+already in verdicts.jsonl for the same program are kept); reference (run each needed
+reference solution once, cached: expected outputs, time limits, tests the reference itself
+fails); judge (every sample not judged yet, identical programs of a task once); summarise
+(metrics from the code-metric plugins). Verdicts are appended to verdicts.jsonl as they
+land; results.json is written at the end, and for evalplus' benchmarks an evalplus-style
+``*_eval_results.json`` beside it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from codea1.harness.errors import ConfigError
+from codea1.harness.execution import batch_timeout, run_jobs, time_limits
+from codea1.harness.judge import RECHECK, judge
+from codea1.harness.metrics import CodeMetric
+from codea1.harness.progress import stage_bar
+from codea1.harness.records import (
+    PASS,
+    SANDBOX_ERROR,
+    SKIPPED,
+    VERDICT_STATUSES,
+    CodeSample,
+    ExecJob,
+    Problem,
+    Verdict,
+)
+from codea1.harness.reference import ReferenceRun, run_references
+from codea1.harness.run import ExecutingRunConfig, Run, open_run
+from codea1.harness.samples import code_hash, load_samples
+
+
+@dataclass(kw_only=True)
+class EvaluateConfig(ExecutingRunConfig):
+    samples: str | None = None
+    k: list[int] = field(default_factory=lambda: [1])
+    reference_cache: bool = True
+    dedupe: bool = True  # run identical programs of a task once and share the verdict
+
+    COMMAND = "evaluate"
+    ROWS = "verdicts.jsonl"
+    IDENTITY = ("benchmark", "samples", "data", "benchmark_options")
+
+
+@dataclass
+class Prepared:
+    """A task ready to judge samples against: its tests (those the reference could not
+    answer dropped, under the "drop_test" policy), the reference run, and time limits."""
+
+    problem: Problem
+    ref: ReferenceRun
+    keep: list[int]  # index of each kept test in the original problem
+    limits: list[float]
+
+
+def evaluate(plugins, cfg: EvaluateConfig, executor=None) -> dict[str, Any]:
+    with open_run(plugins, cfg, executor) as run:
+        samples, samples_path = read_samples(run, cfg)
+        run.start(samples=samples_path)
+        log = VerdictLog(run)
+        todo = log.resume(samples)
+        skipped = tasks_missing_libraries(run, samples)
+        prepared, reference_failures, timing = reference_stage(run, cfg, samples, skipped)
+        timing |= judge_stage(run, cfg, todo, prepared, skipped, log)
+        results = summarise(run, cfg, samples, log, skipped, reference_failures, timing)
+        write_evalplus_results(run, samples, samples_path, log)
+        return run.finish(results)
+
+
+# -- stages ----------------------------------------------------------------------------------
+
+def read_samples(run: Run, cfg: EvaluateConfig) -> tuple[list[CodeSample], str]:
+    """The samples of the selected tasks, in file order (checked against every task of the
+    benchmark, so a wrong file is named as such)."""
+    path = cfg.samples or run.bench.default_samples()
+    if not path:
+        raise ConfigError(f"benchmark {cfg.benchmark!r} has no default samples: pass --samples FILE")
+    samples = load_samples(path, run.all_problems, run.bench.sample_code)
+    return [s for s in samples if s.task_id in run.problems], path
+
+
+class VerdictLog:
+    """The verdicts of this run by (task, sample): resumed ones and new ones, each new one
+    appended to verdicts.jsonl and announced as it lands."""
+
+    def __init__(self, run: Run):
+        self.run = run
+        self.verdicts: dict[tuple[str, int], Verdict] = {}
+        self.resumed = 0
+
+    def resume(self, samples: list[CodeSample]) -> list[CodeSample]:
+        """Keep earlier verdicts of the same programs; return the samples still to judge."""
+        previous = self.run.store.load_verdicts()
+        todo = []
+        for s in samples:
+            old = previous.get((s.task_id, s.index))
+            if old is not None and old.code_hash == code_hash(s.code) and old.status != SANDBOX_ERROR:
+                self.verdicts[(s.task_id, s.index)] = old
+            else:
+                todo.append(s)
+        self.resumed = len(samples) - len(todo)
+        return todo
+
+    def record(self, verdict: Verdict) -> None:
+        verdict.compact()
+        self.verdicts[(verdict.task_id, verdict.sample_index)] = verdict
+        self.run.store.append(verdict)
+        self.run.plugins.hook.codea1_verdict_recorded(verdict=verdict)
+
+    def of(self, samples: list[CodeSample]) -> list[Verdict]:
+        return [self.verdicts[(s.task_id, s.index)] for s in samples]
+
+
+def tasks_missing_libraries(run: Run, samples: list[CodeSample]) -> dict[str, str]:
+    """Tasks that cannot be judged here (a library they import is missing): task -> reason."""
+    skipped = {}
+    for task_id in sorted({s.task_id for s in samples}):
+        missing = run.bench.missing_libraries(run.problems[task_id])
+        if missing:
+            skipped[task_id] = f"skipped: missing library {', '.join(missing)}"
+    return skipped
+
+
+def reference_stage(run: Run, cfg: EvaluateConfig, samples: list[CodeSample], skipped: dict[str, str]
+                    ) -> tuple[dict[str, Prepared], dict[str, dict[str, str]], dict[str, float]]:
+    """Run the reference of every sampled task (cached, reported on resume too); tasks whose
+    reference fails here are added to ``skipped`` or lose the tests it cannot answer."""
+    bench = run.bench
+    to_run = [run.problems[t] for t in sorted({s.task_id for s in samples}) if t not in skipped]
+    t0 = time.perf_counter()
+    refs = run_references(to_run, run.executor, checks_tests=lambda p: not bench.reference_expected(p),
+                          memory_mb=bench.memory_mb, progress=cfg.progress, use_cache=cfg.reference_cache)
+    timing = {"reference_s": time.perf_counter() - t0}
+    reference_failures, prepared = {}, {}
+    for p in to_run:
+        ref = refs[p.task_id]
+        if ref.failed:
+            reference_failures[p.task_id] = {p.tests[i].id: msg for i, msg in sorted(ref.failed.items())}
+        policy = bench.reference_failure_policy
+        if ref.error or (ref.failed and policy == "skip_task"):
+            first = ref.error or next(iter(ref.failed.values()))
+            skipped[p.task_id] = f"skipped: the reference solution fails here ({first[:300]})"
+            continue
+        keep = list(range(len(p.tests)))
+        if ref.failed and policy == "drop_test":
+            keep = [i for i in keep if i not in ref.failed]
+            p = dataclasses.replace(p, tests=[p.tests[i] for i in keep])
+        limits = time_limits([ref.times[i] for i in keep], bench.min_time_limit, bench.time_factor)
+        prepared[p.task_id] = Prepared(p, ref, keep, limits)
+    return prepared, reference_failures, timing
+
+
+def judge_stage(run: Run, cfg: EvaluateConfig, todo: list[CodeSample], prepared: dict[str, Prepared],
+                skipped: dict[str, str], log: VerdictLog) -> dict[str, float]:
+    """Judge every sample still to do: skipped tasks get a skipped verdict, identical
+    programs of a task run once, large outputs whose digest differs are judged again on
+    full values."""
+    bench = run.bench
+    jobs: dict[str, tuple[CodeSample, ExecJob]] = {}
+    copies: dict[str, list[CodeSample]] = defaultdict(list)  # job id -> identical samples
+    for s in todo:
+        if s.task_id in skipped:
+            log.record(Verdict(task_id=s.task_id, sample_index=s.index, status=SKIPPED, message=skipped[s.task_id],
+                               code_hash=code_hash(s.code)))
+            continue
+        job_id = f"{s.task_id}@{code_hash(s.code)}" if cfg.dedupe else f"{s.task_id}#{s.index}"
+        if job_id in jobs:  # the same program of the same task: judged once
+            copies[job_id].append(s)
+            continue
+        prep = prepared[s.task_id]
+        p = prep.problem
+        jobs[job_id] = (s, ExecJob(job_id=job_id, code=s.code, tests=p.tests, entry_point=p.entry_point,
+                                   prelude=p.prelude, time_limits=prep.limits, batch_timeout=batch_timeout(prep.limits),
+                                   memory_mb=bench.memory_mb, fail_fast=True,
+                                   large_output="digest" if bench.reference_expected(p) else "value"))
+
+    def expected_of(prep: Prepared, i: int) -> Any:
+        return bench.expected_from_reference(prep.problem, prep.ref.value(prep.keep[i]))
+
+    recheck: list[ExecJob] = []
+    t0 = time.perf_counter()
+    with stage_bar("evaluate", len(jobs), cfg.progress) as bar:
+        def landed(raw):
+            s, job = jobs[raw.job_id]
+            prep = prepared[s.task_id]
+            expected = digest = None
+            if bench.reference_expected(prep.problem):
+                expected = lambda i: expected_of(prep, i)  # noqa: E731
+                digest = lambda i: prep.ref.digests.get(prep.keep[i])  # noqa: E731
+            v = judge(s.task_id, s.index, job, raw, bench.checker(prep.problem), expected, digest)
+            if v.status == RECHECK:
+                recheck.append(dataclasses.replace(job, large_output="value"))
+                return
+            v.code_hash = code_hash(s.code)
+            log.record(v)
+            for twin in copies.get(job.job_id, ()):
+                log.record(dataclasses.replace(v, sample_index=twin.index))
+            bar.update(1)
+
+        checkers: dict[str, Any] = {}
+
+        def settled_failure(job, i, outcome) -> bool:
+            """early_stop for the executor: True once a test has certainly failed, as
+            evalplus' fast check does, but decided here on plain data."""
+            if outcome.status in ("exception", "timeout", "failed"):
+                return True
+            if outcome.status != "ok" or outcome.digest is not None:
+                return False  # a digest mismatch is not yet a failure (1 == 1.0)
+            prep = prepared[jobs[job.job_id][0].task_id]
+            test = job.tests[i]
+            if bench.reference_expected(prep.problem):
+                expected = expected_of(prep, i)
+            elif test.expected_source:
+                return False
+            else:
+                expected = test.expected
+            checker = checkers.setdefault(job.job_id, bench.checker(prep.problem))
+            return not checker.check(test, outcome.value, expected)[0]
+
+        run_jobs(run.executor, [j for _, j in jobs.values()], on_result=landed, early_stop=settled_failure)
+        if recheck:  # large outputs whose digest differed: judge them on full values
+            run_jobs(run.executor, recheck, on_result=landed, early_stop=settled_failure)
+    return {"evaluate_s": time.perf_counter() - t0, "executed_programs": len(jobs), "rechecked_samples": len(recheck)}
+
+
+def summarise(run: Run, cfg: EvaluateConfig, samples: list[CodeSample], log: VerdictLog, skipped: dict[str, str],
+              reference_failures: dict, timing: dict) -> dict[str, Any]:
+    verdicts = log.of(samples)
+    metrics, notes, per_task = compute_metrics(run.plugins, verdicts, cfg.k)
+    counts = {status: 0 for status in VERDICT_STATUSES}
+    for v in verdicts:
+        counts[v.status] = counts.get(v.status, 0) + 1
+    by_task: dict[str, list[Verdict]] = defaultdict(list)
+    for v in verdicts:
+        by_task[v.task_id].append(v)
+    tasks = {}
+    for task_id in run.problems:
+        vs = sorted(by_task.get(task_id, []), key=lambda v: v.sample_index)
+        if not vs:
+            continue
+        tasks[task_id] = {"n": len(vs), "passed": sum(v.passed for v in vs), "statuses": [v.status for v in vs],
+                          **per_task.get(task_id, {})}
+        if task_id in skipped:
+            tasks[task_id]["skipped"] = skipped[task_id]
+    return {"benchmark": cfg.benchmark, "samples": run.store.config["samples"], "executor": cfg.executor,
+            "metrics": metrics, "metric_notes": notes, "counts": {"samples": len(verdicts), **counts},
+            "resumed": log.resumed, "timing": timing, "skipped_tasks": skipped, "reference_failures": reference_failures, "tasks": tasks}
+
+
+def compute_metrics(plugins, verdicts: list[Verdict], ks: list[int]
+                    ) -> tuple[dict[str, float], dict[str, str], dict[str, dict[str, float]]]:
+    """(metrics, notes, per-task figures) from the code-metric plugins. Groups (e.g.
+    HumanEval+'s base tests) get their own entries, named "<group>:<metric>", when a benchmark
+    has more than one group."""
+    groups = sorted({g for v in verdicts for g in v.groups})
+    targets: list[tuple[str, str | None]] = [("", None)]
+    if len(groups) > 1:
+        targets += [(f"{g}:", g) for g in groups]
+    metrics, notes, per_task = {}, {}, defaultdict(dict)
+    for prefix, group in targets:
+        outcomes = sample_outcomes(verdicts, group)
+        for name in plugins.metrics.of_type(CodeMetric):
+            metric = plugins.metrics.create(name)
+            for k in ks:
+                label = prefix + metric.label(k)
+                value = metric.compute(outcomes, k)
+                if value.value is None:
+                    notes[label] = value.note
+                    continue
+                metrics[label] = value.value
+                if not prefix:
+                    for task, fig in value.per_task.items():
+                        per_task[task][label] = fig
+    return metrics, notes, per_task
+
+
+def sample_outcomes(verdicts: list[Verdict], group: str | None = None) -> dict[str, list[bool]]:
+    """task -> pass/fail per judged sample, in sample order; skipped and sandbox errors left out."""
+    by_task: dict[str, list[Verdict]] = defaultdict(list)
+    for v in verdicts:
+        if v.status not in (SKIPPED, SANDBOX_ERROR):
+            by_task[v.task_id].append(v)
+    return {task: [(v.groups.get(group) == PASS) if group else v.passed
+                   for v in sorted(vs, key=lambda v: v.sample_index)]
+            for task, vs in by_task.items()}
+
+
+def write_evalplus_results(run: Run, samples: list[CodeSample], samples_path: str, log: VerdictLog) -> Path | None:
+    """evalplus' ``*_eval_results.json`` for the benchmarks evalplus knows, so that scripts
+    written for evalplus read this run as they read evalplus' own."""
+    document = run.bench.evalplus_results(samples, log.of(samples), run.problems)
+    if document is None:
+        return None
+    name = "eval_results.json" if Path(samples_path).is_dir() else Path(samples_path).name.replace(".jsonl", "") + \
+        "_eval_results.json"
+    path = run.store.dir / name
+    path.write_text(json.dumps(document))
+    return path

@@ -1,0 +1,131 @@
+"""The run setup every flow shares: from one config record, the benchmark and its problems,
+the executor, the run directory and the lifecycle hooks.
+
+A flow opens its run in two steps, so that nothing is written before every input checked
+out::
+
+    with open_run(plugins, cfg) as run:      # benchmark, problems, executor: nothing written
+        ...read and check the flow's own inputs...
+        run.start(samples=path)             # config.json, environment.json, run_started
+        ...stages...
+        return run.finish(results)          # results.json, run_finished
+
+Closing the run closes the executor it created.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar, Sequence
+
+from codea1.harness.errors import ConfigError
+from codea1.harness.records import Problem
+from codea1.harness.registry import did_you_mean
+from codea1.harness.runstore import RunStore
+
+
+@dataclass(kw_only=True)
+class RunConfig:
+    """The fields every flow's config has. Subclasses set ``COMMAND`` (the flow's name in
+    config.json), ``ROWS`` (the rows file appended as work lands) and ``IDENTITY`` (the
+    fields that must match for a rerun to resume)."""
+
+    benchmark: str
+    out: str
+    data: str | None = None
+    benchmark_options: dict[str, str] = field(default_factory=dict)
+    tasks: list[str] | None = None  # these tasks only
+    limit: int | None = None  # the first N tasks (of the selection) only
+    overwrite: bool = False
+    progress: bool = True
+
+    COMMAND = ""
+    ROWS = "rows.jsonl"
+    IDENTITY: ClassVar[tuple[str, ...]] = ("benchmark", "data", "benchmark_options")
+
+    def record(self) -> dict[str, Any]:
+        return {**asdict(self), "command": self.COMMAND}
+
+    def rows_file(self) -> str:
+        return self.ROWS
+
+
+@dataclass(kw_only=True)
+class ExecutingRunConfig(RunConfig):
+    """A flow that runs programs: which executor, with what options, on how many workers."""
+
+    executor: str = "subprocess"
+    executor_options: dict[str, str] = field(default_factory=dict)
+    workers: int | None = None
+
+
+def select_tasks(problems: Sequence[Problem], tasks: Sequence[str] | None, limit: int | None,
+                 benchmark: str) -> list[Problem]:
+    """The problems ``--tasks`` names (in benchmark order), then the first ``--limit``."""
+    if limit is not None and limit < 1:
+        raise ConfigError(f"--limit {limit}: expected a positive number of tasks")
+    chosen = list(problems)
+    if tasks:
+        known = {p.task_id for p in problems}
+        for t in tasks:
+            if t not in known:
+                raise ConfigError(f"--tasks: {t!r} is not a task of {benchmark}{did_you_mean(t, known)}")
+        wanted = set(tasks)
+        chosen = [p for p in chosen if p.task_id in wanted]
+    return chosen[:limit] if limit else chosen
+
+
+class Run:
+    """An open run: ``bench``, ``all_problems`` (by id), ``problems`` (the selected ones, by
+    id), ``executor`` (None for flows that run no program) and, once started, ``store``."""
+
+    def __init__(self, plugins, cfg: RunConfig, executor=None):
+        self.plugins = plugins
+        self.cfg = cfg
+        options = {**cfg.benchmark_options, **({"data": cfg.data} if cfg.data else {})}
+        self.bench = plugins.benchmarks.create(cfg.benchmark, options)
+        loaded = self.bench.load()
+        self.all_problems: dict[str, Problem] = {p.task_id: p for p in loaded}
+        self.problems: dict[str, Problem] = {p.task_id: p for p in select_tasks(loaded, cfg.tasks, cfg.limit,
+                                                                                 cfg.benchmark)}
+        self._owns_executor = executor is None and isinstance(cfg, ExecutingRunConfig)
+        if self._owns_executor:
+            executor = plugins.executors.create(cfg.executor, cfg.executor_options, workers=cfg.workers)
+        self.executor = executor
+        self.store: RunStore | None = None
+
+    def start(self, environment: dict[str, Any] | None = None, **config: Any) -> RunStore:
+        """Write config.json (the config record, updated with ``config``: resolved paths,
+        prompt texts) and environment.json, then announce the run."""
+        record = {**self.cfg.record(), **config}
+        self.store = RunStore(self.cfg.out, record, self.cfg.IDENTITY, overwrite=self.cfg.overwrite,
+                              rows_name=self.cfg.rows_file())
+        extra = dict(environment or {})
+        if self.executor is not None:
+            extra["executor"] = self.executor.info()
+        self.store.write_environment(extra)
+        self.plugins.hook.codea1_run_started(config=self.store.config, out_dir=str(self.store.dir))
+        return self.store
+
+    def finish(self, results: dict[str, Any]) -> dict[str, Any]:
+        """Write results.json and announce the end of the run."""
+        self.store.write_results(results)
+        self.plugins.hook.codea1_run_finished(results=results, out_dir=str(self.store.dir))
+        return results
+
+    def close(self) -> None:
+        if self._owns_executor and self.executor is not None:
+            self.executor.close()
+
+    def __enter__(self) -> "Run":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def open_run(plugins, cfg: RunConfig, executor=None) -> Run:
+    """Create the benchmark (loading its problems) and the executor named by ``cfg``; pass
+    ``executor`` to share one the caller holds. Nothing is written yet: a wrong name, option
+    or data file fails here and leaves no run directory behind."""
+    return Run(plugins, cfg, executor)

@@ -1,0 +1,83 @@
+"""Training plugin bases: ``Trainer`` and ``PolicyBackend``.
+
+A trainer (Code-A1, Golden-Test, Self-Play, SFT) runs the training loop: it draws questions
+from a benchmark, asks policy backends for rollouts, has the executor judge them, turns
+verdicts into rewards and advantages with the pure functions of ``codea1.harness.formulas``,
+and asks the backends to update. It looks backends up by name in the ``backends`` registry
+and never imports one, so a backend may run in this process (torch) or across a cluster
+(OpenRLHF on Ray).
+
+Both register through their hooks (``codea1_register_trainers``,
+``codea1_register_backends``); the registries refuse any class that does not subclass these.
+The ``codea1 train`` command arrives with the trainers themselves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from codea1.harness.generation import SamplingParams
+
+
+@dataclass
+class PolicySample:
+    """One sampled response: its text, and the token ids and per-token log-probabilities of
+    the response under the policy that sampled it. ``handle`` is the backend's own object
+    behind it (an OpenRLHF experience, say), passed back to ``update`` untouched."""
+
+    text: str
+    token_ids: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    finish_reason: str = ""
+    handle: Any = None
+
+
+class PolicyBackend:
+    """A trainable policy. Subclasses set ``name`` and ``description``, may declare an
+    ``Options`` dataclass, and implement every method below."""
+
+    name = ""
+    description = ""
+
+    def generate(self, prompts: Sequence[list[dict[str, str]]], n: int, sampling: SamplingParams,
+                 seed: int) -> list[list[PolicySample]]:
+        """``n`` samples for each chat prompt, in prompt order; deterministic for a seed on
+        a CPU."""
+        raise NotImplementedError
+
+    def update(self, samples: Sequence[PolicySample], rewards: Sequence[float],
+               advantages: Sequence[float]) -> dict[str, float]:
+        """One policy-gradient update from the samples with their rewards and the trainer's
+        advantages (a backend that derives advantages itself must arrive at the same
+        numbers); returns statistics (loss, KL, clip ratio, ...)."""
+        raise NotImplementedError
+
+    def save(self, directory: str) -> None:
+        """Everything a resumed run needs: weights, optimiser state, RNG states."""
+        raise NotImplementedError
+
+    def load(self, directory: str) -> None:
+        """Restore what ``save`` wrote."""
+        raise NotImplementedError
+
+    def export(self, directory: str) -> None:
+        """The policy as a Hugging Face model directory (loadable by the hf generator)."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+
+class Trainer:
+    """A training method. Subclasses set ``name`` and ``description``, may declare an
+    ``Options`` dataclass (the trainer's section of the training config), and implement
+    ``train``."""
+
+    name = ""
+    description = ""
+
+    def train(self, plugins: Any, out_dir: str, resume: bool = False) -> dict[str, Any]:
+        """Run (or resume) training into ``out_dir``: step log, checkpoints, exported
+        policies; returns the final summary."""
+        raise NotImplementedError

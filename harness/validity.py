@@ -1,0 +1,88 @@
+"""Test validity: do a suite's tests hold on the reference solution?
+
+One executor batch for any number of suites (a suite per task in ``codea1 evaluate-tests``;
+a suite per sampled test-writer response in training). A test is valid when it parses into
+a usable assert, executes on the reference and its assertion holds; an unparseable assert
+is an invalid test in its position, so positions (the first k of a suite) keep their
+meaning.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+from codea1.harness.asserts import AssertParseError, parse_assert
+from codea1.harness.records import Problem, TestCase
+from codea1.harness.reference import ReferenceRun, run_references
+
+
+@dataclass
+class SuiteCheck:
+    """One suite on the reference, per position: the parsed test (None: unusable), valid,
+    why not ("" when valid), and the reference's time. ``reference`` holds the reference's
+    outputs for the usable tests (``usable`` maps a position to its index there)."""
+
+    tests: list[TestCase | None]
+    valid: list[bool]
+    reasons: list[str]
+    times: list[float]
+    reference: ReferenceRun | None = None
+
+    def usable(self) -> dict[int, int]:
+        return {pos: j for j, pos in enumerate(i for i, t in enumerate(self.tests) if t is not None)}
+
+    def reference_value(self, position: int) -> Any:
+        """The reference's output for the call of the test at ``position`` (what a corrected
+        test would expect)."""
+        return self.reference.value(self.usable()[position]) if self.reference else None
+
+
+def parse_suite(problem: Problem, sources: Sequence[str]) -> tuple[list[TestCase | None], list[str]]:
+    """Each assert as a test, in order; an unusable one is None with its reason."""
+    parsed, reasons = [], []
+    for i, src in enumerate(sources):
+        try:
+            parsed.append(parse_assert(src, problem.entry_point, f"test/{i}"))
+            reasons.append("")
+        except AssertParseError as exc:
+            parsed.append(None)
+            reasons.append(f"not a usable assert: {exc.reason}")
+    return parsed, reasons
+
+
+def check_suites(executor, suites: Mapping[str, tuple[Problem, Sequence[str | TestCase]]], *,
+                 memory_mb: int = 4096, expected_from_reference: Callable[[Problem], bool] = lambda p: False,
+                 progress: bool = False, stage: str = "validity") -> dict[str, SuiteCheck]:
+    """Check every suite (key -> its problem and tests: assert strings, or TestCases as
+    golden tests are) against its problem's reference, in one executor batch.
+
+    ``expected_from_reference(problem)`` is True for tests that carry no expected values
+    (HumanEval+'s golden inputs): there the reference only has to answer them."""
+    checks: dict[str, SuiteCheck] = {}
+    to_run: list[Problem] = []
+    for key, (problem, tests) in suites.items():
+        if all(isinstance(t, TestCase) for t in tests):
+            parsed, reasons = list(tests), [""] * len(tests)
+        else:
+            parsed, reasons = parse_suite(problem, [str(t) for t in tests])
+        checks[key] = SuiteCheck(parsed, [False] * len(parsed), reasons, [0.0] * len(parsed))
+        usable = [t for t in parsed if t is not None]
+        if usable:  # the suite runs as a problem of its own: its key is the job's task id
+            to_run.append(dataclasses.replace(problem, task_id=key, tests=usable))
+    refs = run_references(to_run, executor, checks_tests=lambda p: not expected_from_reference(p),
+                          memory_mb=memory_mb, progress=progress, stage=stage, use_cache=False)
+    for key, check in checks.items():
+        ref = refs.get(key)
+        check.reference = ref
+        for position, j in check.usable().items():
+            if ref is None:
+                check.reasons[position] = "not run"
+                continue
+            check.times[position] = ref.times[j] if j < len(ref.times) else 0.0
+            if j in ref.failed:
+                check.reasons[position] = f"fails on the reference: {ref.failed[j][:300]}"
+            else:
+                check.valid[position] = True
+    return checks
