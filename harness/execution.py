@@ -89,6 +89,8 @@ def _test_tree(test: TestCase) -> dict:
             tree["call"] = test.call
         if test.expected_source:
             tree["expected_source"] = test.expected_source
+        if test.op in ("contains", "not contains"):
+            tree["items"] = True  # a container that is not plain data comes back as its items
     else:
         tree["script"] = test.script
         tree["framework"] = test.framework

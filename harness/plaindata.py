@@ -44,6 +44,10 @@ class PlainDataError(ValueError):
     """A value cannot be represented, or a payload is malformed."""
 
 
+class _NotPlain(Exception):
+    """Raised inside a strict walk at the first value that is not plain data."""
+
+
 class Opaque:
     """Stands for a value of a non-plain type: it is never equal to anything, itself included.
 
@@ -76,9 +80,10 @@ def _numpy_scalar(value: Any) -> Any:
     return None
 
 
-def to_tree(value: Any) -> Any:
+def to_tree(value: Any, strict: bool = False) -> Any:
     """Turn ``value`` into a JSON-able tree of builtins; never calls methods of user classes
-    except the base-type constructors of builtin subclasses."""
+    except the base-type constructors of builtin subclasses. A value that is not plain data
+    becomes an opaque leaf, or, with ``strict``, stops the walk (``_NotPlain``)."""
     budget = [MAX_ITEMS]
 
     def walk(v: Any, depth: int) -> Any:
@@ -110,6 +115,8 @@ def to_tree(value: Any) -> Any:
             return {"b": bytes(v).decode("latin-1")}
         if t is complex:
             return {"c": [v.real, v.imag]}
+        if t is Guarded:  # before any isinstance: the proxy answers those for its value
+            return walk(v._codea1_value, depth)
         # Subclasses of builtins are reduced to the builtin value: their overridden
         # operators stay behind.
         if isinstance(v, bool):
@@ -128,6 +135,8 @@ def to_tree(value: Any) -> Any:
             if base is dict:
                 return walk(dict(dict.items(v)), depth)
             return walk(base(base.__iter__(v)), depth)
+        if strict:
+            raise _NotPlain()
         return {"o": f"{t.__module__}.{t.__qualname__}"}
 
     return walk(value, 0)
@@ -202,3 +211,83 @@ def loads(text: str) -> Any:
 def plainify(value: Any) -> Any:
     """Round-trip a value through the codec: what is left is builtins only."""
     return from_tree(to_tree(value))
+
+
+# -- values handed to test expressions ---------------------------------------------------------
+
+def guard(value: Any) -> Any:
+    """What a call made by a test expression returns: the value as plain data when it is plain
+    data (builtin subclasses reduced to their builtin value), else the value behind a
+    ``Guarded`` proxy. Raises PlainDataError for values too large or too deep to encode."""
+    try:
+        return from_tree(to_tree(value, strict=True))
+    except _NotPlain:
+        return Guarded(value)
+
+
+def unguard(value: Any) -> Any:
+    """The value behind a proxy (what the program itself returned), for passing back to it."""
+    return value._codea1_value if type(value) is Guarded else value
+
+
+class Guarded:
+    """A value that is not plain data (a generator, an iterator, an instance of the program's
+    own class), as a test expression sees it.
+
+    A test may use it the way tests use such values: iterate it (``list(f(x))``,
+    ``sorted(f(x))``), advance it (``next(f(x))``), index it, take its length, test membership,
+    read attributes and call methods (``f(x).name``, ``f(x).area()``), convert it to str,
+    repr or bool, or check ``isinstance``. Everything that comes back is guarded again, so
+    the plain parts of the program's answer reach the test as plain data.
+
+    A test may not compare it or compute with it (``==``, ``<``, ``-``, ...): those operators
+    are the program's own methods, and an object whose ``__eq__`` always answers True must
+    not steer an assertion written around the call. Without them the proxy behaves as the
+    opaque value does: equal to nothing but itself, and a TypeError for order and
+    arithmetic. Whatever the expression ends with is encoded as plain data and compared by
+    the harness, outside the program's process.
+    """
+
+    __slots__ = ("_codea1_value",)
+
+    def __init__(self, value: Any):
+        object.__setattr__(self, "_codea1_value", value)
+
+    @property
+    def __class__(self):  # isinstance(f(x), Foo) answers as for the value itself
+        return type(self._codea1_value)
+
+    def __iter__(self):
+        return (guard(item) for item in iter(self._codea1_value))
+
+    def __reversed__(self):
+        return (guard(item) for item in reversed(self._codea1_value))
+
+    def __next__(self):
+        return guard(next(self._codea1_value))
+
+    def __len__(self):
+        return len(self._codea1_value)
+
+    def __getitem__(self, key):
+        return guard(self._codea1_value[unguard(key)])
+
+    def __contains__(self, item):
+        return unguard(item) in self._codea1_value
+
+    def __getattr__(self, name):
+        return guard(getattr(self._codea1_value, name))
+
+    def __call__(self, *args, **kwargs):
+        return guard(self._codea1_value(*map(unguard, args), **{k: unguard(v) for k, v in kwargs.items()}))
+
+    def __bool__(self):
+        return bool(self._codea1_value)
+
+    def __str__(self):
+        return str(self._codea1_value)
+
+    def __repr__(self):
+        return repr(self._codea1_value)
+
+    __hash__ = object.__hash__

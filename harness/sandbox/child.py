@@ -86,15 +86,29 @@ def _timed(limit: float, fn, *args):
         signal.setitimer(signal.ITIMER_REAL, 0)
 
 
-def _plain_wrapper(fn):
-    """Calls made by test expressions get plain data back, so operator overloading in the
-    program's return values cannot steer comparisons written around the call."""
+def _guarded_wrapper(fn):
+    """Calls made by test expressions get plain data back, or a ``plaindata.Guarded`` proxy
+    for values that are not plain data: the test can iterate, index or measure the value
+    (``list(f(x))``, ``f(x)[0]``, ``len(f(x))``, ``f(x).name``), but operator overloading in
+    the program's values cannot steer comparisons written around the call."""
 
     def wrapper(*args, **kwargs):
-        return plaindata.plainify(fn(*args, **kwargs))
+        args = [plaindata.unguard(a) for a in args]
+        kwargs = {k: plaindata.unguard(v) for k, v in kwargs.items()}
+        return plaindata.guard(fn(*args, **kwargs))
 
     wrapper.__name__ = getattr(fn, "__name__", "wrapped")
     return wrapper
+
+
+def _evaluate_call(call: str, namespace: dict, items: bool):
+    """The value of a test's call expression. For a membership test (``x in f(...)``) a
+    container that is not plain data is replaced by the list of its items, so the harness
+    decides membership on plain data, as Python would by iterating."""
+    value = eval(call, namespace)
+    if items and type(value) is plaindata.Guarded:
+        value = list(value)
+    return value
 
 
 def run(job: dict, channel_fd: int) -> None:
@@ -165,7 +179,7 @@ def _run(job: dict, channel: _Channel) -> None:
     namespace["__builtins__"] = pristine_builtins
     for name, value in module.__dict__.items():
         if isinstance(value, types.FunctionType):
-            namespace[name] = _plain_wrapper(value)
+            namespace[name] = _guarded_wrapper(value)
     if prelude:
         try:
             exec(prelude, namespace)
@@ -191,7 +205,7 @@ def _run(job: dict, channel: _Channel) -> None:
                 args = test["args_value"] if "args_value" in test else plaindata.from_tree(test["args"])
                 value, took = _timed(limits[i], entry, *args)
             else:
-                value, took = _timed(limits[i], eval, test["call"], namespace)
+                value, took = _timed(limits[i], _evaluate_call, test["call"], namespace, test.get("items", False))
             try:
                 text = json.dumps(plaindata.to_tree(value), separators=(",", ":"))
             except plaindata.PlainDataError as exc:

@@ -19,7 +19,8 @@ the harness' judge: same verdicts on the same inputs, time limits, the memory li
 output cap, and hostile programs (fork bomb, memory bomb, infinite loop, deep recursion,
 huge stdout, files written or deleted outside the sandbox, environment secrets, network
 connections, killing the parent, exiting before the tests, printed fake markers, objects
-equal to everything, monkeypatched builtins and test runner, cancelled alarms, daemons).
+equal to everything (also inside asserts that wrap the call), monkeypatched builtins and test
+runner, cancelled alarms, daemons).
 After every case the executor must still judge a good program correctly and no process
 started by the case may be left anywhere on the machine.
 
@@ -221,6 +222,23 @@ class ExecutorConformance:
         subclass = ("class F(float):\n    def __eq__(self, o): return True\n    def __lt__(self, o): return True\n"
                     "    __hash__ = float.__hash__\ndef f(x):\n    return F(7.0)\n")
         assert run_case(executor, subclass, "assert f(0) == 1.5")[0].status == FAIL
+
+    def test_asserts_around_the_call_see_structure_not_operators(self, executor):
+        """A call returning a generator or an object of the program's class: a test may
+        iterate, measure and index it (``list(f(x))``, ``len(f(x))``, ``f(x).name``), but an
+        object whose operators lie cannot pass an assert written around the call."""
+        gen = "def f(n):\n    for i in range(n):\n        yield i * i\n"
+        verdict, _ = run_case(executor, gen, "assert list(f(3)) == [0, 1, 4]\nassert next(f(3)) == 0\nassert 4 in f(3)")
+        assert verdict.status == PASS, verdict.first_failure
+        obj = ("class Box:\n    name = 'box'\n    def __len__(self):\n        return 3\n"
+               "    def __getitem__(self, i):\n        return [7, 8, 9][i]\ndef f(x):\n    return Box()\n")
+        verdict, _ = run_case(executor, obj, "assert len(f(1)) == 3\nassert f(1)[2] == 9\nassert f(1).name == 'box'")
+        assert verdict.status == PASS, verdict.first_failure
+        liar = ("class Liar:\n    def __eq__(self, o):\n        return True\n    def __sub__(self, o):\n        return 0\n"
+                "    def __lt__(self, o):\n        return True\n    __hash__ = object.__hash__\n"
+                "def f(x):\n    return Liar()\n")
+        for test in ("assert (f(1) == 3) == True", "assert abs(f(1) - 3) < 1e-9", "assert [f(1)] == [3]"):
+            assert run_case(executor, liar, test)[0].status == FAIL, test
 
     def test_monkeypatched_builtins_do_not_reach_the_test(self, executor):
         code = "import builtins\nbuiltins.len = lambda x: 3\nbuiltins.sorted = lambda x: [1, 2, 3]\ndef f(x):\n    return [x]\n"

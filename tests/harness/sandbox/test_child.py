@@ -1,0 +1,94 @@
+"""Asserts that wrap the call (``list(f(x)) == [...]``, ``sorted(f(x))``, ``len(f(x))``,
+``f(x).name``, ``f(x)[0]``, ``next(f(x))``) when the call returns something that is not
+plain data: a generator, an iterator, an instance of the program's own class. Each test
+here is valid in plain Python on the reference; it must be valid through the sandbox too,
+and fail on a wrong program. Operators on such values stay closed (the conformance suite's
+always-equal cases)."""
+
+from __future__ import annotations
+
+import pytest
+from codea1_testkit import run_code
+
+GENERATOR = "def f(n):\n    for i in range(n):\n        yield i * i\n"
+ITERATOR = "def f(n):\n    return iter([i * i for i in range(n)])\n"
+MAP_OBJECT = "def f(n):\n    return map(lambda i: i * i, range(n))\n"
+OBJECT = ("class Squares:\n    def __init__(self, n):\n        self.name = f'squares of {n}'\n"
+          "        self.values = [i * i for i in range(n)]\n"
+          "    def __len__(self):\n        return len(self.values)\n"
+          "    def __getitem__(self, i):\n        return self.values[i]\n"
+          "    def __iter__(self):\n        return iter(self.values)\n"
+          "    def __contains__(self, x):\n        return x in self.values\n"
+          "    def total(self, scale=1):\n        return scale * sum(self.values)\n"
+          "    def __repr__(self):\n        return f'Squares({self.values})'\n"
+          "def f(n):\n    return Squares(n)\n")
+
+ITERABLE_FORMS = ["assert list(f(4)) == [0, 1, 4, 9]", "assert sorted(f(3), reverse=True) == [4, 1, 0]",
+                  "assert tuple(f(2)) == (0, 1)", "assert sum(f(4)) == 14", "assert max(f(4)) == 9",
+                  "assert [x + 1 for x in f(3)] == [1, 2, 5]", "assert set(f(3)) == {0, 1, 4}",
+                  "assert 4 in list(f(3))", "assert len(list(f(5))) == 5", "assert list(reversed(list(f(3)))) == [4, 1, 0]"]
+ITERATOR_FORMS = ["assert next(f(3)) == 0", "assert next(iter(f(3))) == 0"]
+OBJECT_FORMS = ["assert len(f(4)) == 4", "assert f(4)[3] == 9", "assert f(4)[-1] == 9", "assert f(3).name == 'squares of 3'",
+                "assert f(3).values == [0, 1, 4]", "assert f(3).total() == 5", "assert f(3).total(scale=2) == 10",
+                "assert 4 in f(3)", "assert repr(f(2)) == 'Squares([0, 1])'", "assert str(f(2)) == 'Squares([0, 1])'",
+                "assert isinstance(f(2), Squares)", "assert bool(f(1))", "assert f(3)[1:] == [1, 4]"]
+CASES = ([(GENERATOR, form) for form in ITERABLE_FORMS + ITERATOR_FORMS]
+         + [(ITERATOR, form) for form in ITERABLE_FORMS + ITERATOR_FORMS]
+         + [(MAP_OBJECT, form) for form in ITERABLE_FORMS + ITERATOR_FORMS]
+         + [(OBJECT, form) for form in ITERABLE_FORMS + OBJECT_FORMS])
+
+
+def holds_in_python(code: str, test: str) -> bool:
+    namespace: dict = {}
+    exec(code, namespace)
+    try:
+        exec(test, namespace)
+    except AssertionError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("code,test", CASES)
+def test_a_wrapped_call_is_judged_as_python_judges_it(executor, code, test):
+    assert holds_in_python(code, test)  # valid on this program in plain Python
+    verdict, _ = run_code(executor, code, test, "f")
+    assert verdict.status == "pass", (test, verdict.first_failure)
+    wrong = code.replace("i * i", "i * i + 1")  # a wrong program: the same verdict as Python's
+    verdict, _ = run_code(executor, wrong, test, "f")
+    assert (verdict.status == "pass") == holds_in_python(wrong, test), (test, verdict.first_failure)
+
+
+def test_a_bare_non_plain_value_still_compares_as_python_compares_it(executor):
+    # A generator is not equal to a list in Python either: the assert is invalid as written.
+    assert not holds_in_python(GENERATOR, "assert f(2) == [0, 1]")
+    verdict, _ = run_code(executor, GENERATOR, "assert f(2) == [0, 1]", "f")
+    assert verdict.status == "fail" and "opaque builtins.generator" in verdict.first_failure["message"]
+
+
+LIAR = ("class Liar:\n    def __eq__(self, other):\n        return True\n    __ne__ = lambda self, o: False\n"
+        "    def __lt__(self, other):\n        return True\n    __gt__ = __le__ = __ge__ = __lt__\n"
+        "    def __sub__(self, other):\n        return 0\n    __rsub__ = __add__ = __radd__ = __sub__\n"
+        "    def __iter__(self):\n        return iter([Liar(), Liar()])\n    def __len__(self):\n        return 2\n"
+        "    def __bool__(self):\n        return True\n"
+        "    __hash__ = object.__hash__\n"
+        "def f(x):\n    return Liar()\n")
+
+
+@pytest.mark.parametrize("test", [
+    "assert (f(1) == 3) == True", "assert abs(f(1) - 3) < 1e-9", "assert [f(1)] == [3]", "assert list(f(1)) == [1, 2]",
+    "assert sorted([f(1), 3]) == [3, 3]", "assert f(1) + 1 == 0", "assert {'a': f(1)} == {'a': 1}",
+])
+def test_operators_of_the_programs_objects_stay_closed(executor, test):
+    """An object that says yes to every comparison cannot pass an assert written around the
+    call; its structure (iteration, len) is the program's answer and reaches the test."""
+    verdict, _ = run_code(executor, LIAR, test, "f")
+    assert verdict.status == "fail", test
+    assert run_code(executor, LIAR, "assert len(f(1)) == 2", "f")[0].status == "pass"
+
+
+def test_values_passed_back_to_the_program_are_its_own(executor):
+    code = ("class Box:\n    def __init__(self, v):\n        self.v = v\n"
+            "def make(v):\n    return Box(v)\ndef unwrap(box):\n    assert type(box) is Box\n    return box.v\n"
+            "def f(x):\n    return make(x)\n")
+    assert run_code(executor, code, "assert unwrap(make(7)) == 7", "unwrap")[0].status == "pass"
+    assert run_code(executor, code, "assert unwrap(box=make(7)) == 7", "unwrap")[0].status == "pass"
