@@ -1,0 +1,52 @@
+"""The import contracts of tests/boundaries.py hold on this tree, and each one catches a
+violation planted in a copy of it."""
+
+from __future__ import annotations
+
+import shutil
+
+from boundaries import violations
+from conftest import ROOT
+
+FOLDERS = ("codea1", "harness", "plugins", "benchmarks", "trainers", "reports")
+
+
+def test_the_tree_keeps_its_boundaries():
+    assert violations(ROOT) == []
+
+
+def plant(path, text: str, at_top: bool = True) -> None:
+    source = path.read_text()
+    if at_top:  # after the module docstring and __future__ import
+        anchor = "from __future__ import annotations\n"
+        source = source.replace(anchor, anchor + text, 1) if anchor in source else text + source
+    else:
+        source += text
+    path.write_text(source)
+
+
+def test_each_planted_violation_is_reported(tmp_path):
+    for folder in FOLDERS:
+        shutil.copytree(ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    assert violations(tmp_path) == []
+
+    plant(tmp_path / "harness" / "records.py", "from codea1.plugins.metrics import pass_at_k\n")
+    plant(tmp_path / "plugins" / "executors" / "firejail.py", "from codea1.plugins.executors.subprocess import X\n")
+    plant(tmp_path / "plugins" / "metrics" / "mul.py", "import torch\n")
+    plant(tmp_path / "plugins" / "metrics" / "avg_at_k.py", "\n\ndef later():\n    import torch\n", at_top=False)
+    plant(tmp_path / "harness" / "sandbox" / "child.py", "from codea1.harness import records\n")
+    (tmp_path / "plugins" / "generators" / "shared.py").write_text("HELPER = 1\n")
+    plant(tmp_path / "benchmarks" / "ult.py", "from codea1.plugins.generators.shared import HELPER\n")
+    plant(tmp_path / "benchmarks" / "humaneval_plus.py", "import pandas as pd\n")
+
+    found = [v.split(": ", 1) for v in violations(tmp_path)]
+    assert sorted((where.rsplit(":", 1)[0], what) for where, what in found) == sorted([
+        ("harness/records.py", "the core imports codea1.plugins.metrics.pass_at_k"),
+        ("harness/records.py", "imports the plugin module codea1.plugins.metrics.pass_at_k"),
+        ("plugins/executors/firejail.py", "imports the plugin module codea1.plugins.executors.subprocess"),
+        ("plugins/metrics/mul.py", "imports torch when the module is imported (import it where it is used)"),
+        ("harness/sandbox/child.py", "sandbox-side module imports codea1.harness.records (stdlib only)"),
+        ("benchmarks/ult.py", "imports codea1.plugins.generators.shared, a helper of another folder"),
+        ("benchmarks/humaneval_plus.py", "imports pandas when the module is imported (import it where it is used)"),
+    ])
