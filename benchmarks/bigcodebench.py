@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from codea1.harness.benchmark import Benchmark, BenchmarkError, BenchmarkOptions
 from codea1.harness.hookspecs import hookimpl
+from codea1.harness.jsonl import first_row
 from codea1.harness.records import Problem, TestCase
 
 
@@ -52,6 +53,10 @@ class BigCodeBench(Benchmark):
         if data:
             if not os.path.isfile(data):
                 raise BenchmarkError(f"--data {data}: no such file (expected BigCodeBench-*.jsonl[.gz])")
+            first = first_row(data, BenchmarkError)
+            if not str(first.get("task_id", "")).startswith("BigCodeBench/"):
+                raise BenchmarkError(f"--data {data}: not a BigCodeBench file: its first record's field 'task_id' is "
+                                     f"{first.get('task_id')!r}, where BigCodeBench task ids start with 'BigCodeBench/'")
             os.environ["BIGCODEBENCH_OVERRIDE_PATH"] = os.path.abspath(data)
         module = importlib.import_module("bigcodebench.data.bigcodebench")
         if data:

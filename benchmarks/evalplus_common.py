@@ -22,18 +22,23 @@ import os
 from typing import Any
 
 from codea1.harness.benchmark import Benchmark, BenchmarkError
+from codea1.harness.jsonl import first_row
 from codea1.harness.judge import Checker, short_repr
 from codea1.harness.records import Problem, TestCase
 
 
 def load_evalplus_problems(dataset: str, data: str | None) -> dict[str, dict]:
-    env_var, module_name, getter = {
-        "humaneval": ("HUMANEVAL_OVERRIDE_PATH", "evalplus.data.humaneval", "get_human_eval_plus"),
-        "mbpp": ("MBPP_OVERRIDE_PATH", "evalplus.data.mbpp", "get_mbpp_plus"),
+    env_var, module_name, getter, prefix = {
+        "humaneval": ("HUMANEVAL_OVERRIDE_PATH", "evalplus.data.humaneval", "get_human_eval_plus", "HumanEval/"),
+        "mbpp": ("MBPP_OVERRIDE_PATH", "evalplus.data.mbpp", "get_mbpp_plus", "Mbpp/"),
     }[dataset]
     if data:
         if not os.path.isfile(data):
             raise BenchmarkError(f"--data {data}: no such file (expected evalplus' {dataset} .jsonl or .jsonl.gz)")
+        first = first_row(data, BenchmarkError)
+        if not str(first.get("task_id", "")).startswith(prefix):
+            raise BenchmarkError(f"--data {data}: not a {dataset}+ file: its first record's field 'task_id' is "
+                                 f"{first.get('task_id')!r}, where {dataset}+ task ids start with {prefix!r}")
         os.environ[env_var] = os.path.abspath(data)
     module = importlib.import_module(module_name)
     if data:

@@ -5,7 +5,8 @@ Judging (``harness.judge``) happens here in the trusted process, on plain data, 
 executor only has to move jobs and records faithfully.
 
 Executors that run the zygote protocol (harness.sandbox) get the payload encoding and the
-record parsing from this module: ``PayloadEncoder`` and ``parse_records``.
+record parsing from this module: ``PayloadEncoder``, ``RecordParser`` (``parse_records``,
+``RecordStream``).
 """
 
 from __future__ import annotations
@@ -125,51 +126,62 @@ class PayloadEncoder:
         return head, key, tests_json
 
 
-def parse_records(job: ExecJob, lines: Iterable[str] | bytes, exit_reason: str, stdout: str = "", stderr: str = "",
-                  wall: float = 0.0) -> RawResult:
-    """Turn the child's record lines into a RawResult, refusing anything out of protocol.
+class RecordParser:
+    """The zygote protocol's result records for one job, parsed and checked once, as they
+    arrive (``feed``), then turned into a RawResult (``finish``).
 
     Records must arrive as the child writes them: expected values first, then one load
     record, then test records in strictly increasing order, then done. A duplicate, a gap or
-    anything after done means the program wrote into the channel: ``exit`` then starts with
-    "protocol:" and the judge fails the sample.
+    anything after done means the program wrote into the channel: the result's ``exit``
+    then starts with "protocol:" and the judge fails the sample; nothing after the violation
+    is read.
     """
-    if isinstance(lines, (bytes, bytearray)):
-        lines = lines.decode("utf-8", "replace").splitlines()
-    n = len(job.tests)
-    outcomes = [RawOutcome(status="not_run") for _ in range(n)]
-    expected: dict[int, tuple[bool, object]] = {}
-    loaded: str | None = None
-    load_error = None
-    next_index = 0
-    done = False
-    violation = None
-    for line in lines:
-        if violation:
-            break
+
+    def __init__(self, job: ExecJob):
+        self.job = job
+        self.outcomes = [RawOutcome(status="not_run") for _ in job.tests]
+        self.expected: dict[int, tuple[bool, object]] = {}
+        self.loaded: str | None = None
+        self.load_error: str | None = None
+        self.next_index = 0
+        self.done = False
+        self.violation: str | None = None
+        self.partial = b""
+
+    def feed(self, data: bytes) -> list[tuple[int, RawOutcome]]:
+        """Parse the complete lines in ``data`` (a trailing partial line waits for the next
+        call); return the test outcomes among them, in order."""
+        *lines, self.partial = (self.partial + data).split(b"\n")
+        return [found for line in lines if line.strip() and (found := self.record(line)) is not None]
+
+    def record(self, line: bytes | str) -> tuple[int, RawOutcome] | None:
+        """One record; returns (index, outcome) for a test record."""
+        if self.violation:
+            return None
+        job, n = self.job, len(self.job.tests)
         try:
             rec = json.loads(line)
             if type(rec) is not dict:
                 raise ValueError("record is not an object")
-            if done:
+            if self.done:
                 raise ValueError("record after done")
             if "x" in rec:
                 i = rec["x"]
-                if loaded is not None or type(i) is not int or not 0 <= i < n or i in expected \
+                if self.loaded is not None or type(i) is not int or not 0 <= i < n or i in self.expected \
                         or not job.tests[i].expected_source:
                     raise ValueError(f"unexpected expected-value record {str(rec)[:80]}")
-                expected[i] = (True, plaindata.from_tree(rec["v"])) if "v" in rec else (False, str(rec.get("e")))
+                self.expected[i] = (True, plaindata.from_tree(rec["v"])) if "v" in rec else (False, str(rec.get("e")))
             elif "load" in rec:
-                if loaded is not None:
+                if self.loaded is not None:
                     raise ValueError("second load record")
-                loaded = rec["load"]
-                if loaded == "error":
-                    load_error = str(rec.get("e", "load failed"))
-                elif loaded != "ok":
+                self.loaded = rec["load"]
+                if self.loaded == "error":
+                    self.load_error = str(rec.get("e", "load failed"))
+                elif self.loaded != "ok":
                     raise ValueError("bad load record")
             elif "i" in rec:
-                if loaded != "ok" or rec["i"] != next_index or next_index >= n:
-                    raise ValueError(f"test record {rec.get('i')!r} out of order (expected {next_index})")
+                if self.loaded != "ok" or rec["i"] != self.next_index or self.next_index >= n:
+                    raise ValueError(f"test record {rec.get('i')!r} out of order (expected {self.next_index})")
                 status = rec.get("s")
                 if status == "ok":
                     digest = rec.get("h")
@@ -186,38 +198,59 @@ def parse_records(job: ExecJob, lines: Iterable[str] | bytes, exit_reason: str, 
                 else:
                     raise ValueError(f"unknown test status {status!r}")
                 outcome.time = float(rec.get("t", 0.0))
-                outcomes[next_index] = outcome
-                next_index += 1
+                i = self.next_index
+                self.outcomes[i] = outcome
+                self.next_index += 1
+                return i, outcome
             elif rec.get("done") is True:
-                done = True
+                self.done = True
             else:
                 raise ValueError(f"unknown record {str(rec)[:80]}")
         except (ValueError, KeyError, TypeError, plaindata.PlainDataError) as exc:
-            violation = f"protocol: {exc}"
-    for i, (ok, value) in expected.items():
-        if ok:
-            outcomes[i].expected = value
-        else:
-            outcomes[i].expected_error = value
-    if violation:
-        exit_reason = violation
-    elif exit_reason == "finished" and loaded is None:
-        exit_reason = "crashed: the process ended before loading the program"
-        load_error = "the process ended while the program was loading"
-    elif exit_reason == "finished" and loaded == "ok" and not done:
-        # os._exit / sys.exit from a thread / a closed channel: the test then running failed.
-        if next_index < n:
-            outcomes[next_index] = RawOutcome("exception", message="the process ended during this test")
-        exit_reason = "crashed: the process ended before finishing its tests"
-    elif exit_reason == "cancelled":
-        pass  # stopped on purpose after a settled failure: the rest was not run
-    elif exit_reason != "finished" and next_index < n and loaded == "ok":
-        status = "timeout" if exit_reason == "timeout" else "exception"
-        outcomes[next_index] = RawOutcome(status, message=exit_reason)
-    elif exit_reason != "finished" and loaded is None:
-        load_error = f"the program did not load: {exit_reason}"
-    return RawResult(job_id=job.job_id, outcomes=outcomes, load_error=load_error, exit=exit_reason,
-                     stdout=stdout, stderr=stderr, wall_time=wall)
+            self.violation = f"protocol: {exc}"
+        return None
+
+    def finish(self, exit_reason: str, stdout: str = "", stderr: str = "", wall: float = 0.0) -> RawResult:
+        if self.partial.strip():
+            self.record(self.partial)
+            self.partial = b""
+        n, outcomes, load_error = len(self.job.tests), self.outcomes, self.load_error
+        for i, (ok, value) in self.expected.items():
+            if ok:
+                outcomes[i].expected = value
+            else:
+                outcomes[i].expected_error = value
+        if self.violation:
+            exit_reason = self.violation
+        elif exit_reason == "finished" and self.loaded is None:
+            exit_reason = "crashed: the process ended before loading the program"
+            load_error = "the process ended while the program was loading"
+        elif exit_reason == "finished" and self.loaded == "ok" and not self.done:
+            # os._exit / sys.exit from a thread / a closed channel: the test then running failed.
+            if self.next_index < n:
+                outcomes[self.next_index] = RawOutcome("exception", message="the process ended during this test")
+            exit_reason = "crashed: the process ended before finishing its tests"
+        elif exit_reason == "cancelled":
+            pass  # stopped on purpose after a settled failure: the rest was not run
+        elif exit_reason != "finished" and self.next_index < n and self.loaded == "ok":
+            status = "timeout" if exit_reason == "timeout" else "exception"
+            outcomes[self.next_index] = RawOutcome(status, message=exit_reason)
+        elif exit_reason != "finished" and self.loaded is None:
+            load_error = f"the program did not load: {exit_reason}"
+        return RawResult(job_id=self.job.job_id, outcomes=outcomes, load_error=load_error, exit=exit_reason,
+                         stdout=stdout, stderr=stderr, wall_time=wall)
+
+
+def parse_records(job: ExecJob, data: bytes | Iterable[str], exit_reason: str, stdout: str = "", stderr: str = "",
+                  wall: float = 0.0) -> RawResult:
+    """A whole reply's records (bytes, or lines) at once: see ``RecordParser``."""
+    parser = RecordParser(job)
+    if isinstance(data, (bytes, bytearray)):
+        parser.feed(bytes(data))
+    else:
+        for line in data:
+            parser.record(line)
+    return parser.finish(exit_reason, stdout, stderr, wall)
 
 
 def sandbox_failure(job: ExecJob, message: str) -> RawResult:
@@ -225,36 +258,25 @@ def sandbox_failure(job: ExecJob, message: str) -> RawResult:
                      exit="sandbox", sandbox_error=message)
 
 
-def outcome_from_record(rec: dict) -> RawOutcome | None:
-    """The RawOutcome of one test record (streaming use); None for other records."""
-    status = rec.get("s")
-    if "i" not in rec or status is None:
-        return None
-    if status == "ok":
-        return RawOutcome("ok", value=plaindata.from_tree(rec["v"]) if "v" in rec else None, digest=rec.get("h"))
-    return RawOutcome(str(status), message=str(rec.get("e", "")))
-
-
 class RecordStream:
-    """Splits streamed result bytes into records and asks ``early_stop`` about each test
-    outcome; returns True (stop the job) once it answers True. Anything unparsable is left
-    for ``parse_records`` to judge at the end."""
+    """Feeds streamed result bytes to the job's ``RecordParser`` and asks ``early_stop``
+    about each test outcome as it arrives; returns True (stop the job) once it answers True.
+    ``finish`` parses what was not streamed and builds the result: each record is parsed
+    once."""
 
     def __init__(self, job: ExecJob, early_stop: EarlyStop):
-        self.job, self.early_stop, self.partial = job, early_stop, b""
+        self.job, self.early_stop = job, early_stop
+        self.parser = RecordParser(job)
+        self.fed = 0
 
     def __call__(self, data: bytes) -> bool:
-        *lines, self.partial = (self.partial + data).split(b"\n")
-        for line in lines:
-            try:
-                rec = json.loads(line)
-                outcome = outcome_from_record(rec) if type(rec) is dict else None
-                i = rec.get("i") if outcome is not None else None
-            except (ValueError, KeyError, TypeError, plaindata.PlainDataError):
-                continue
-            if type(i) is int and 0 <= i < len(self.job.tests) and self.early_stop(self.job, i, outcome):
-                return True
-        return False
+        self.fed += len(data)
+        return any(self.early_stop(self.job, i, outcome) for i, outcome in self.parser.feed(data))
+
+    def finish(self, result: bytes, exit_reason: str, stdout: str = "", stderr: str = "", wall: float = 0.0) -> RawResult:
+        """``result``: every result byte of the job, the streamed ones first."""
+        self.parser.feed(result[self.fed:])
+        return self.parser.finish(exit_reason, stdout, stderr, wall)
 
 
 def run_jobs(executor: Executor, jobs: Sequence[ExecJob], on_result: Callable[[RawResult], None] | None = None,

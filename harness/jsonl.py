@@ -5,7 +5,7 @@
   generation cache): a torn last line, left by a process killed mid-write, is dropped and
   cut from the file so the next append starts clean.
 * ``json_records``: a data file that is either one JSON array or JSON Lines, optionally
-  gzip-compressed (ULT, KodCode).
+  gzip-compressed (ULT, KodCode); ``first_row``: the first record of a JSON Lines file.
 """
 
 from __future__ import annotations
@@ -36,11 +36,18 @@ def json_rows(path: str, error: type[Exception] = ValueError, label: str = "",
             raise error(f"{label}{path}: not a UTF-8 text file{_gzip_hint(path)}") from None
 
 
+def json_error(exc: json.JSONDecodeError) -> str:
+    """json's message with its column: "Expecting value at column 1", "Unterminated string
+    starting at column 12" (some of its messages end in "at" already)."""
+    at = "" if exc.msg.endswith(" at") else " at"
+    return f"{exc.msg}{at} column {exc.colno}"
+
+
 def _object(line: str | bytes, where: str, error: type[Exception], what: str) -> dict:
     try:
         row = json.loads(line)
     except json.JSONDecodeError as exc:
-        raise error(f"{where}: invalid JSON ({exc.msg}, column {exc.colno})") from None
+        raise error(f"{where}: invalid JSON ({json_error(exc)})") from None
     if not isinstance(row, dict):
         raise error(f"{where}: {what} must be a JSON object")
     return row
@@ -94,13 +101,29 @@ def json_records(path: str, error: type[Exception] = ValueError) -> list[tuple[s
         try:
             array = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise error(f"{path}:{exc.lineno}: invalid JSON ({exc.msg}, column {exc.colno})") from None
+            raise error(f"{path}:{exc.lineno}: invalid JSON ({json_error(exc)})") from None
         for i, record in enumerate(array):
             if not isinstance(record, dict):
                 raise error(f"{path}: item {i} of the JSON array is not an object")
         return [(f"{path}:1", r) for r in array]
     return [(f"{path}:{n}", _object(line, f"{path}:{n}", error, "a record"))
             for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+
+
+def first_row(path: str, error: type[Exception] = ValueError) -> dict:
+    """The first record of a JSON Lines file, plain or gzip-compressed: enough to tell which
+    data set a file holds before a loader that would fail obscurely reads all of it."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(2)
+        opener = gzip.open if head == b"\x1f\x8b" else open
+        with opener(path, "rt", encoding="utf-8") as fh:
+            for lineno, line in enumerate(fh, 1):
+                if line.strip():
+                    return _object(line, f"{path}:{lineno}", error, "a record")
+    except (OSError, UnicodeDecodeError, EOFError) as exc:
+        raise error(f"{path}: cannot be read as JSON Lines ({exc})") from None
+    raise error(f"{path}: no records")
 
 
 def _gzip_hint(path: str) -> str:

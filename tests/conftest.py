@@ -15,6 +15,21 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("CODEA1_SHARED_DATA", ROOT.parent / "shared" / "data"))
 
 
+def pytest_configure(config):
+    """--dist loadgroup must really group (the Ray tests share one worker: two local Ray
+    instances on one machine break each other). pytest 9.2 derives node ids from a
+    structured id, and pytest-xdist 3.8's grouping (renaming ids to "<id>@<group>") then
+    silently does nothing: refuse to run the groups apart."""
+    xdist = config.pluginmanager.getplugin("xdist")
+    if getattr(config.option, "dist", "no") == "loadgroup" and xdist and pytest.version_tuple[:2] >= (9, 2):
+        import xdist as xdist_module
+
+        if tuple(int(x) for x in xdist_module.__version__.split(".")[:2]) <= (3, 8):
+            raise pytest.UsageError(f"--dist loadgroup does not group with pytest {pytest.__version__} and "
+                                    f"pytest-xdist {xdist_module.__version__}: install the test extra's versions "
+                                    "(pip install -e '.[test]' -c constraints.txt)")
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _private_cache(tmp_path_factory):
     """Reference outputs cache per test session, so tests never depend on an earlier run."""

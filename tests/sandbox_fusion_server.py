@@ -6,6 +6,9 @@ GET /v1/ping answers "pong". ``faults`` injects the service's known failure mode
 next requests, in order: "500" (an error reply), "sandbox_error" (200 with status
 SandboxError), "drop" (the connection closed without a reply), "slow" (no reply for
 ``slow_seconds``: a client read timeout) and "ping_down" (the health check fails once).
+``in_flight`` / ``peak_in_flight`` count /run_code requests being served; with ``gate`` (a
+``threading.Barrier``) set, each request waits at it before running, so that exactly that
+many must be in flight together.
 """
 
 from __future__ import annotations
@@ -27,6 +30,9 @@ class SandboxFusionServer:
         self.slow_seconds = 5.0
         self.requests = 0
         self.pings = 0
+        self.in_flight = 0
+        self.peak_in_flight = 0
+        self.gate: threading.Barrier | None = None
         self.lock = threading.Lock()
         server = self
 
@@ -72,7 +78,17 @@ class SandboxFusionServer:
                 if fault == "sandbox_error":
                     return self._reply(200, json.dumps({"status": "SandboxError", "message": "pod lost",
                                                         "run_result": None}).encode())
-                self._reply(200, json.dumps(server.run_code(json.loads(body))).encode())
+                with server.lock:
+                    server.in_flight += 1
+                    server.peak_in_flight = max(server.peak_in_flight, server.in_flight)
+                try:
+                    if server.gate is not None:
+                        server.gate.wait(timeout=120)
+                    reply = server.run_code(json.loads(body))
+                finally:
+                    with server.lock:
+                        server.in_flight -= 1
+                self._reply(200, json.dumps(reply).encode())
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True

@@ -4,7 +4,8 @@ import json
 import os
 import subprocess
 
-from conftest import codea1_command
+import pytest
+from conftest import codea1_command, shared_file
 
 
 def codea1(*args, cwd=None, env=None):
@@ -45,3 +46,88 @@ def test_bad_input_is_a_clear_error_not_a_traceback(tmp_path):
     assert k.returncode == 2 and "--k" in k.stderr
     data = codea1("evaluate", "--benchmark", "humaneval+", "--data", str(tmp_path / "x.jsonl"), "--out", str(tmp_path / "o"))
     assert data.returncode == 2 and "x.jsonl: no such file" in data.stderr
+
+
+def test_version_and_help_list_every_command():
+    version = codea1("--version")
+    assert version.returncode == 0 and version.stdout.strip() == "codea1 0.1.0"
+    helped = codea1("--help")
+    for command in ("evaluate", "evaluate-tests", "generate", "tts", "plugins", "tasks", "dev"):
+        assert f"    {command}" in helped.stdout
+
+
+def test_plugins_listing_shows_options():
+    listing = codea1("plugins")
+    assert "options: preload=" in listing.stdout and "network='isolate'" in listing.stdout
+    rows = {(r["kind"], r["name"]): r for r in json.loads(codea1("plugins", "--json").stdout)}
+    options = {o["name"]: o for o in rows[("executor", "sandbox-fusion")]["options"]}
+    assert options["retries"] == {"name": "retries", "type": "int", "default": "5"}
+    assert rows[("command", "evaluate")]["distribution"] == "codea1 (built-in)"
+
+
+def test_tasks_lists_a_benchmark(tmp_path):
+    table = codea1("tasks", "--benchmark", "demo")
+    assert table.returncode == 0 and "demo/11" in table.stdout and "12 tasks in demo" in table.stdout
+    rows = [json.loads(x) for x in codea1("tasks", "--benchmark", "demo", "--json").stdout.splitlines()]
+    assert len(rows) == 12 and rows[0] == {"task_id": "demo/0", "entry_point": "digit_sum", "tests": 5}
+
+
+def test_tasks_and_limit_select_what_is_evaluated(tmp_path):
+    run = codea1("evaluate", "--benchmark", "demo", "--tasks", "demo/9,demo/1", "--out", str(tmp_path / "a"),
+                 "--no-progress")
+    assert run.returncode == 0, run.stderr
+    assert list(json.loads((tmp_path / "a" / "results.json").read_text())["tasks"]) == ["demo/1", "demo/9"]
+    run = codea1("evaluate", "--benchmark", "demo", "--limit", "3", "--out", str(tmp_path / "b"), "--no-progress")
+    assert list(json.loads((tmp_path / "b" / "results.json").read_text())["tasks"]) == ["demo/0", "demo/1", "demo/2"]
+    bad = codea1("evaluate", "--benchmark", "demo", "--tasks", "demo/90", "--out", str(tmp_path / "c"))
+    assert bad.returncode == 2 and "--tasks: 'demo/90' is not a task of demo; did you mean" in bad.stderr
+    assert not (tmp_path / "c").exists()
+
+
+def test_refused_runs_write_nothing_and_name_the_problem(tmp_path):
+    unknown = codea1("evaluate", "--benchmark", "demo", "--executor", "subproces", "--out", str(tmp_path / "x"))
+    assert unknown.returncode == 2 and "did you mean 'subprocess'" in unknown.stderr
+    assert not (tmp_path / "x").exists()  # no config.json left behind
+    a_file = tmp_path / "file.txt"
+    a_file.write_text("not a directory")
+    out_file = codea1("evaluate", "--benchmark", "demo", "--out", str(a_file))
+    assert out_file.returncode == 2 and "a file is there" in out_file.stderr and "Traceback" not in out_file.stderr
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"task_id": "demo/0", "solution": ""}\n{"task_id": "demo/0", "solution": "unterminated}')
+    bad_json = codea1("evaluate", "--benchmark", "demo", "--samples", str(broken), "--out", str(tmp_path / "y"))
+    assert bad_json.returncode == 2, bad_json.stderr
+    assert f"{broken}:2: invalid JSON (Unterminated string starting at column 35)" in bad_json.stderr
+
+
+def test_a_plugins_bug_shows_its_traceback_and_debug_shows_user_errors_too(tmp_path):
+    plugin = tmp_path / "buggy.py"
+    plugin.write_text("from codea1.api import Command, hookimpl\n"
+                      "class Buggy(Command):\n    name = 'buggy'\n"
+                      "    def run(self, plugins, args):\n        raise ValueError('a bug, not a user error')\n"
+                      "@hookimpl\ndef codea1_register_commands(registry):\n    registry.add(Buggy)\n")
+    bug = codea1("--plugin", str(plugin), "buggy")
+    assert bug.returncode == 1 and "Traceback" in bug.stderr and "ValueError: a bug, not a user error" in bug.stderr
+    user = codea1("--debug", "evaluate", "--benchmark", "demo", "--samples", str(tmp_path / "nope.jsonl"),
+                  "--out", str(tmp_path / "o"))
+    assert user.returncode == 2 and "Traceback" in user.stderr and "no such samples file" in user.stderr
+
+
+def test_a_closed_pipe_ends_quietly(tmp_path):
+    pipe = subprocess.run(" ".join(codea1_command()) + " plugins | head -1", shell=True, capture_output=True, text=True,
+                          timeout=120)
+    assert pipe.stdout.startswith("KIND") and "Traceback" not in pipe.stderr and "BrokenPipe" not in pipe.stderr
+
+
+@pytest.mark.data
+@pytest.mark.parametrize("benchmark,parts,says", [
+    ("humaneval+", ("mbppplus", "MbppPlus-v0.2.0.jsonl.gz"), "not a humaneval+ file: its first record's field "
+                                                              "'task_id' is 'Mbpp/2'"),
+    ("mbpp+", ("humanevalplus", "HumanEvalPlus-v0.1.10.jsonl.gz"), "not a mbpp+ file"),
+    ("bigcodebench", ("mbppplus", "MbppPlus-v0.2.0.jsonl.gz"), "not a BigCodeBench file"),
+    ("ult", ("humanevalplus", "HumanEvalPlus-v0.1.10.jsonl.gz"), ".jsonl.gz:1: task HumanEval/0: missing field 'func_name'"),
+])
+def test_data_of_another_benchmark_is_named_as_such(tmp_path, benchmark, parts, says):
+    data = shared_file(*parts)
+    run = codea1("evaluate", "--benchmark", benchmark, "--data", str(data), "--out", str(tmp_path / "o"))
+    assert run.returncode == 2 and says in run.stderr and "Traceback" not in run.stderr, run.stderr
+    assert not (tmp_path / "o").exists()

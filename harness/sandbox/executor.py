@@ -73,17 +73,22 @@ class ZygoteExecutor(Executor):
 
     def run(self, jobs: Sequence[ExecJob], early_stop=None) -> Iterator[RawResult]:
         encode = PayloadEncoder()
+        streams: dict[str, RecordStream] = {}  # with early_stop: records parsed as they stream in
+
+        def stream_of(job: ExecJob) -> RecordStream | None:
+            return streams.setdefault(job.job_id, RecordStream(job, early_stop)) if early_stop else None
+
         for job, (header, result) in self.pool.map_unordered(
                 jobs, encode, lambda job, exc: ({"sandbox_error": f"{type(exc).__name__}: {exc}"}, b""),
-                job_id=lambda job: job.job_id,
-                make_on_chunk=lambda job: RecordStream(job, early_stop) if early_stop else None):
+                job_id=lambda job: job.job_id, make_on_chunk=stream_of):
+            stream = streams.pop(job.job_id, None)
             if "sandbox_error" in header:
                 yield sandbox_failure(job, header["sandbox_error"])
             elif header.get("exit", "").startswith("sandbox:"):
                 yield sandbox_failure(job, header["exit"])
             else:
-                yield parse_records(job, result, header["exit"], header.get("stdout", ""),
-                                    header.get("stderr", ""), header.get("wall", 0.0))
+                args = (header["exit"], header.get("stdout", ""), header.get("stderr", ""), header.get("wall", 0.0))
+                yield stream.finish(result, *args) if stream else parse_records(job, result, *args)
 
     def close(self) -> None:
         self.pool.close()

@@ -31,11 +31,8 @@ import importlib.util
 import json
 import logging
 import os
-import random
 import secrets
 import time
-import urllib.error
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
@@ -122,6 +119,9 @@ class SandboxFusionExecutor(Executor):
         self.code = driver_code(["--file-mb", str(self.options.file_mb)])
         self.requests_made = 0
         self.retried = 0
+        import tenacity
+
+        self._backoff = tenacity.wait_random_exponential(multiplier=self.options.backoff, max=self.options.max_backoff)
 
     def info(self) -> dict:
         return {"executor": self.name, "endpoint": self.endpoint, "concurrency": self.options.concurrency,
@@ -129,6 +129,9 @@ class SandboxFusionExecutor(Executor):
 
     def ping(self, timeout: float = 5.0) -> bool:
         """The service's health check: GET /v1/ping answers "pong"."""
+        import urllib.error
+        import urllib.request
+
         try:
             with urllib.request.urlopen(f"{self.endpoint}/v1/ping", timeout=timeout) as reply:
                 return reply.status == 200 and b"pong" in reply.read(64)
@@ -145,40 +148,42 @@ class SandboxFusionExecutor(Executor):
                 except Exception as exc:  # noqa: BLE001 - a bug here must not lose the job
                     yield sandbox_failure(job, f"sandbox-fusion: {type(exc).__name__}: {exc}")
 
-    def _delay(self, attempt: int) -> float:
-        base = min(self.options.max_backoff, self.options.backoff * (2 ** attempt))
-        return base * (0.5 + random.random() / 2)  # jitter: retries of a busy service spread out
-
     def _run_one(self, job: ExecJob) -> RawResult:
+        import tenacity
         from sandbox_fusion import RunCodeRequest, run_code
 
         nonce = secrets.token_hex(16)
         head, _key, tests_json = PayloadEncoder()(job)
         stdin = head[:-1] + f',"nonce":"{nonce}","tests":{tests_json}}}\n'
-        run_timeout = job.batch_timeout + self.options.run_timeout_slack
+        request = RunCodeRequest(code=self.code, language="python", stdin=stdin,
+                                 run_timeout=job.batch_timeout + self.options.run_timeout_slack)
         client_timeout = self.options.client_timeout or job.batch_timeout + 30.0
-        request = RunCodeRequest(code=self.code, language="python", stdin=stdin, run_timeout=run_timeout)
-        errors = []
-        for attempt in range(self.options.retries + 1):
-            if attempt:
-                self.retried += 1
-                self._wait_healthy(attempt)
-            try:
-                self.requests_made += 1
-                response = run_code(request, endpoint=self.endpoint, max_attempts=1, client_timeout=client_timeout)
-            except Exception as exc:  # noqa: BLE001 - the client raises plain Exception for 5xx/SandboxError
-                errors.append(f"{type(exc).__name__}: {str(exc)[:300]}")
-                continue
-            return self._parse(job, response, nonce)
-        return sandbox_failure(job, f"sandbox-fusion: no answer after {len(errors)} attempts: {errors[-1]}")
 
-    def _wait_healthy(self, attempt: int) -> None:
-        """Back off, then wait (backing off again) until /v1/ping answers or the delay budget
-        of this attempt is spent; the request is retried either way."""
-        deadline = time.monotonic() + self._delay(attempt) * 4
-        time.sleep(self._delay(attempt - 1))
+        def attempt():
+            self.requests_made += 1
+            return run_code(request, endpoint=self.endpoint, max_attempts=1, client_timeout=client_timeout)
+
+        # The client raises plain Exception for 5xx and SandboxError: every failure is retried.
+        retrying = tenacity.Retrying(stop=tenacity.stop_after_attempt(self.options.retries + 1),
+                                     wait=self._backoff, before=self._healthy_before_retry)
+        try:
+            response = retrying(attempt)
+        except tenacity.RetryError as exc:
+            error = exc.last_attempt.exception()
+            return sandbox_failure(job, f"sandbox-fusion: no answer after {exc.last_attempt.attempt_number} attempts: "
+                                        f"{type(error).__name__}: {str(error)[:300]}")
+        return self._parse(job, response, nonce)
+
+    def _healthy_before_retry(self, state) -> None:
+        """Before each retry (after its back-off), wait until /v1/ping answers, backing off
+        again, or until this retry's budget is spent; the request is retried either way."""
+        if state.attempt_number == 1:
+            return
+        self.retried += 1
+        deadline = time.monotonic() + 4 * min(self.options.max_backoff, self.options.backoff * 2 ** state.attempt_number)
+        pause = self._backoff(state)
         while not self.ping() and time.monotonic() < deadline:
-            time.sleep(min(self._delay(attempt - 1), max(deadline - time.monotonic(), 0)))
+            time.sleep(min(pause, max(deadline - time.monotonic(), 0)))
 
     def _parse(self, job: ExecJob, response, nonce: str) -> RawResult:
         run = response.run_result

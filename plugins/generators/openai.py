@@ -11,15 +11,13 @@ connection errors and timeouts are retried with exponential, jittered back-off, 
 Retry-After; other 4xx fail at once), ``max_backoff``, ``timeout`` (seconds per request).
 
 The ``openai`` client library does the HTTP; its own retries are off so that every retry is
-counted here (``info()["retries"]``).
+counted here (``info()["retries"]``); tenacity schedules them.
 """
 
 from __future__ import annotations
 
 import os
-import random
 import threading
-import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Iterator
@@ -75,6 +73,9 @@ class OpenAIGenerator(Generator):
         self.lock = threading.Lock()
         self.requests_made = 0
         self.retries = 0
+        import tenacity
+
+        self._backoff = tenacity.wait_random_exponential(multiplier=self.options.backoff, max=self.options.max_backoff)
 
     def identity(self):
         return {"generator": self.name, "base_url": self.base_url, "model": self.model, "mode": self.options.mode}
@@ -83,21 +84,26 @@ class OpenAIGenerator(Generator):
         return {"name": self.name, "model": self.model, "base_url": self.base_url, "mode": self.options.mode,
                 "requests": self.requests_made, "retries": self.retries}
 
-    def _retryable(self, exc: Exception) -> bool:
+    def _retryable(self, exc: BaseException) -> bool:
         if isinstance(exc, self.openai.APIConnectionError):  # includes timeouts
             return True
         status = getattr(exc, "status_code", None)
         return status == 429 or (isinstance(status, int) and status >= 500)
 
-    def _delay(self, exc: Exception, attempt: int) -> float:
-        response = getattr(exc, "response", None)
+    def _wait(self, state) -> float:
+        """The server's Retry-After when it sends one, else exponential back-off with jitter."""
+        response = getattr(state.outcome.exception(), "response", None)
         after = response.headers.get("retry-after") if response is not None else None
         try:
             if after is not None:
                 return min(float(after), self.options.max_backoff)
         except ValueError:
             pass
-        return min(self.options.backoff * 2 ** attempt, self.options.max_backoff) * (0.5 + random.random() / 2)
+        return self._backoff(state)
+
+    def _counted_retry(self, state) -> None:
+        with self.lock:
+            self.retries += 1
 
     def _once(self, req: GenerationRequest, n: int, seed: int) -> list[Generation]:
         s = self.sampling
@@ -119,32 +125,33 @@ class OpenAIGenerator(Generator):
         return out
 
     def _request(self, req: GenerationRequest) -> list[Generation]:
+        import tenacity
+
         got: list[Generation] = []
         call = 0
         while len(got) < req.n:
             want = req.n - len(got)
             if self.options.n_per_request:
                 want = min(want, self.options.n_per_request)
-            attempt = 0
-            while True:
-                try:
-                    with self.lock:
-                        self.requests_made += 1
-                    answer = self._once(req, want, req.seed + call)
-                    break
-                except Exception as exc:
-                    if not self._retryable(exc) or attempt >= self.options.retries:
-                        raise GenerationError(f"{self.base_url}: {req.unit}: {type(exc).__name__}: {exc} "
-                                              f"(after {attempt} retries)") from None
-                    with self.lock:
-                        self.retries += 1
-                    time.sleep(self._delay(exc, attempt))
-                    attempt += 1
+            retrying = tenacity.Retrying(retry=tenacity.retry_if_exception(self._retryable),
+                                         stop=tenacity.stop_after_attempt(self.options.retries + 1),
+                                         wait=self._wait, before_sleep=self._counted_retry, reraise=True)
+            try:
+                answer = retrying(self._counted_once, req, want, req.seed + call)
+            except Exception as exc:
+                retried = retrying.statistics.get("attempt_number", 1) - 1
+                raise GenerationError(f"{self.base_url}: {req.unit}: {type(exc).__name__}: {exc} "
+                                      f"(after {retried} retries)") from None
             if not answer:
                 raise GenerationError(f"{self.base_url}: {req.unit}: the server returned no choices")
             got.extend(answer[:want])
             call += 1
         return got
+
+    def _counted_once(self, req: GenerationRequest, n: int, seed: int) -> list[Generation]:
+        with self.lock:
+            self.requests_made += 1
+        return self._once(req, n, seed)
 
     def generate(self, requests: list[GenerationRequest]) -> Iterator[tuple[GenerationRequest, list[Generation]]]:
         pool = ThreadPoolExecutor(max_workers=self.options.concurrency, thread_name_prefix="codea1-openai")

@@ -5,7 +5,7 @@ and, opt-in, against a real Sandbox Fusion service when SANDBOX_FUSION_ENDPOINT 
 from __future__ import annotations
 
 import os
-import time
+import threading
 
 import pytest
 from codea1_testkit import run_code
@@ -63,15 +63,20 @@ def test_concurrency_is_bounded(plugins, server):
     from codea1.harness.execution import run_jobs
     from codea1.harness.records import ExecJob
 
+    """Six jobs, concurrency 3: the server holds each request until three are in flight
+    together (a barrier), so exactly three at a time is what it must see; no clock involved."""
     tests, _ = parse_asserts("assert f(0) == 0", "f")
-    jobs = [ExecJob(job_id=str(i), code="import time\ndef f(x):\n    time.sleep(0.4)\n    return x\n", tests=tests,
-                    entry_point="f", time_limits=[2.0], batch_timeout=5) for i in range(6)]
-    with make(plugins, server, concurrency=3) as ex:
-        start = time.monotonic()
-        results = run_jobs(ex, jobs)
-        elapsed = time.monotonic() - start
+    jobs = [ExecJob(job_id=str(i), code="def f(x):\n    return x\n", tests=tests, entry_point="f", time_limits=[2.0],
+                    batch_timeout=5) for i in range(6)]
+    server.gate = threading.Barrier(3)
+    try:
+        with make(plugins, server, concurrency=3, client_timeout=180) as ex:
+            results = run_jobs(ex, jobs)
+    finally:
+        server.gate = None
     assert sorted(results) == [str(i) for i in range(6)]
-    assert 0.8 <= elapsed < 2.4  # two rounds of three, neither six at once nor one by one
+    assert all(r.sandbox_error is None for r in results.values())
+    assert server.peak_in_flight == 3  # never more than three, and three did run together
 
 
 def test_a_forged_reply_is_a_failure_never_a_pass(plugins, server, monkeypatch):

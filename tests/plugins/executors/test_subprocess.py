@@ -38,7 +38,7 @@ def survive(executor):
     yield
     verdict, _ = run_code(executor, GOOD, "assert f(1) == 2", "f")
     assert verdict.status == PASS
-    deadline = time.monotonic() + 2
+    deadline = time.monotonic() + 30  # a wait, not a margin
     while zygote_children(executor) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert zygote_children(executor) == []
@@ -66,14 +66,13 @@ def test_many_jobs_use_all_workers(executor):
     from codea1.harness.records import ExecJob
 
     tests, _ = parse_asserts("assert f(0) == 0", "f")
-    jobs = [ExecJob(job_id=str(i), code="import time\ndef f(x):\n    time.sleep(0.3)\n    return x\n", tests=tests,
-                    entry_point="f", time_limits=[2.0], batch_timeout=5) for i in range(6)]
-    start = time.monotonic()
+    # Each program answers with its zygote's pid (its parent): which workers ran the jobs.
+    jobs = [ExecJob(job_id=str(i), code="import os, time\ndef f(x):\n    time.sleep(0.3)\n    return os.getppid()\n",
+                    tests=tests, entry_point="f", time_limits=[2.0], batch_timeout=5) for i in range(6)]
     results = run_jobs(executor, jobs)
-    elapsed = time.monotonic() - start
     assert sorted(results) == [str(i) for i in range(6)]
     assert all(r.outcomes[0].status == "ok" for r in results.values())
-    assert elapsed < 6 * 0.3  # two workers: about 0.9 s, never the serial 1.8 s
+    assert len({r.outcomes[0].value for r in results.values()}) == 2  # both workers, not one by one
 
 
 def test_early_stop_cancels_a_program_once_its_verdict_is_settled(executor):
@@ -93,10 +92,8 @@ def test_early_stop_cancels_a_program_once_its_verdict_is_settled(executor):
         asked.append(i)
         return outcome.value != job.tests[i].expected
 
-    start = time.monotonic()
     raw = run_jobs(executor, [job], early_stop=stop)["slow"]
-    assert time.monotonic() - start < 2.0
-    assert raw.exit == "cancelled" and asked[0] == 0
+    assert raw.exit == "cancelled" and asked[0] == 0  # stopped, not run to the end
     verdict = judge("t", 0, job, raw)
     assert verdict.status == FAIL and verdict.first_failure["test"] == "assert/0"
     assert [t.status for t in verdict.tests[1:]] == ["not_run"] * 9
