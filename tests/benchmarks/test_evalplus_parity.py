@@ -30,6 +30,21 @@ from codea1.harness.flows.evaluate import EvaluateConfig, evaluate
 pytestmark = pytest.mark.data
 DATA = Path(__file__).resolve().parents[1] / "data"
 EVALPLUS_BUG_TASKS = {"HumanEval/32", "Mbpp/255"}
+SUBSET = 40  # tasks of the default run's data subset, besides those of the wrong samples
+
+
+def subset_file(tmp_path: Path, data: Path, wrong: Path, first: int | None) -> Path:
+    """The data file both tools read: all of it, or its first ``first`` tasks plus those the
+    wrong samples are for (evalplus wants a sample for every task of its data file)."""
+    if first is None:
+        return data
+    wanted = {json.loads(x)["task_id"] for x in wrong.read_text().splitlines()}
+    out = tmp_path / data.name
+    with gzip.open(data, "rt") as src, gzip.open(out, "wt") as dst:
+        for i, line in enumerate(src):
+            if i < first or json.loads(line)["task_id"] in wanted:
+                dst.write(line)
+    return out
 
 
 def samples_file(tmp_path: Path, data: Path, wrong: Path) -> Path:
@@ -89,13 +104,21 @@ os._exit(0)
             for k, v in json.loads(done.stdout.strip().splitlines()[-1]).items()}
 
 
-@pytest.mark.parametrize("benchmark,dataset,env_var,parts,wrong", [
-    ("humaneval+", "humaneval", "HUMANEVAL_OVERRIDE_PATH", ("humanevalplus", "HumanEvalPlus-v0.1.10.jsonl.gz"),
-     "humaneval_wrong_samples.jsonl"),
-    ("mbpp+", "mbpp", "MBPP_OVERRIDE_PATH", ("mbppplus", "MbppPlus-v0.2.0.jsonl.gz"), "mbpp_wrong_samples.jsonl"),
+HUMANEVAL = ("humaneval+", "humaneval", "HUMANEVAL_OVERRIDE_PATH", ("humanevalplus", "HumanEvalPlus-v0.1.10.jsonl.gz"),
+             "humaneval_wrong_samples.jsonl")
+MBPP = ("mbpp+", "mbpp", "MBPP_OVERRIDE_PATH", ("mbppplus", "MbppPlus-v0.2.0.jsonl.gz"), "mbpp_wrong_samples.jsonl")
+
+
+@pytest.mark.parametrize("benchmark,dataset,env_var,parts,wrong,first", [
+    (*HUMANEVAL, SUBSET), (*MBPP, SUBSET),
+    # The whole data sets (minutes: evalplus' ground truth of every task, Mbpp/255's huge
+    # outputs): `tox -e parity`.
+    pytest.param(*HUMANEVAL, None, marks=pytest.mark.slow, id="humaneval+-all"),
+    pytest.param(*MBPP, None, marks=pytest.mark.slow, id="mbpp+-all"),
 ])
-def test_canonical_pass_and_verdicts_equal_evalplus(plugins, tmp_path, benchmark, dataset, env_var, parts, wrong):
-    data = shared_file(*parts)
+def test_canonical_pass_and_verdicts_equal_evalplus(plugins, tmp_path, benchmark, dataset, env_var, parts, wrong,
+                                                    first):
+    data = subset_file(tmp_path, shared_file(*parts), DATA / wrong, first)
     samples = samples_file(tmp_path, data, DATA / wrong)
     ours = evaluate(plugins, EvaluateConfig(benchmark=benchmark, data=str(data), samples=str(samples),
                                             out=str(tmp_path / "run"), progress=False, workers=2))
@@ -144,3 +167,26 @@ def test_isolated_evalplus_check_reads_back(tmp_path):
     alone = evalplus_isolated("humaneval", "HUMANEVAL_OVERRIDE_PATH", data, samples,
                               [("HumanEval/23", 0), ("HumanEval/23", 1)])
     assert alone == {("HumanEval/23", 0): ("pass", "pass"), ("HumanEval/23", 1): ("fail", "fail")}
+
+
+def test_an_evalplus_results_file_is_written_beside_results_json(plugins, tmp_path):
+    """The evalplus-style `<samples>_eval_results.json`: what evalplus' own scripts read
+    (base_status, plus_status, failing inputs per sample, in sample order)."""
+    data = shared_file("humanevalplus", "HumanEvalPlus-v0.1.10.jsonl.gz")
+    samples = tmp_path / "my_samples.jsonl"
+    rows = [{"task_id": "HumanEval/23", "solution": "def strlen(string):\n    return len(string)\n"},
+            {"task_id": "HumanEval/23", "solution": "def strlen(string):\n    return len(string) - 1\n"},
+            {"task_id": "HumanEval/23", "solution": "def strlen(string):\n    return len(string) if len(string) < 100 "
+                                                    "else 0\n"}]
+    samples.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    ours = evaluate(plugins, EvaluateConfig(benchmark="humaneval+", data=str(data), samples=str(samples),
+                                            out=str(tmp_path / "run"), progress=False, tasks=["HumanEval/23"]))
+    document = json.loads((tmp_path / "run" / "my_samples_eval_results.json").read_text())
+    assert set(document) == {"date", "hash", "eval"} and len(document["hash"]) == 32
+    entries = document["eval"]["HumanEval/23"]
+    assert [e["solution"] for e in entries] == [r["solution"] for r in rows]
+    assert [(e["base_status"], e["plus_status"]) for e in entries] == [("pass", "pass"), ("fail", "fail"),
+                                                                      ("pass", "fail")]
+    assert entries[1]["base_fail_tests"] and entries[1]["plus_fail_tests"] == []  # plus not run after base failed
+    assert len(entries[2]["plus_fail_tests"][0][0]) >= 100  # the failing input, as evalplus records it
+    assert ours["tasks"]["HumanEval/23"]["statuses"] == ["pass", "fail", "fail"]
