@@ -79,6 +79,7 @@ def test_tasks_and_limit_select_what_is_evaluated(tmp_path):
     assert list(json.loads((tmp_path / "a" / "results.json").read_text())["tasks"]) == ["demo/1", "demo/9"]
     run = codea1("evaluate", "--benchmark", "demo", "--limit", "3", "--out", str(tmp_path / "b"), "--no-progress")
     assert list(json.loads((tmp_path / "b" / "results.json").read_text())["tasks"]) == ["demo/0", "demo/1", "demo/2"]
+    assert "demo/2 " in run.stdout  # few tasks: the per-task table prints
     bad = codea1("evaluate", "--benchmark", "demo", "--tasks", "demo/90", "--out", str(tmp_path / "c"))
     assert bad.returncode == 2 and "--tasks: 'demo/90' is not a task of demo; did you mean" in bad.stderr
     assert not (tmp_path / "c").exists()

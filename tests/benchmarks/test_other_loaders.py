@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import gzip
 import json
+import subprocess
 
 import pytest
-from conftest import shared_file
+from conftest import codea1_command, shared_file
 
 from codea1.harness.benchmark import BenchmarkError
 from codea1.harness.flows.evaluate import EvaluateConfig, evaluate
@@ -57,6 +58,19 @@ def test_ult_loads_and_reports_that_its_asserts_fail_on_the_reference(plugins, t
     assert res["reference_failures"]
     failing_refs = set(res["reference_failures"])
     assert {t for t, d in res["tasks"].items() if d["statuses"] != ["pass"]} == failing_refs
+
+
+def test_ult_golden_figures_come_with_their_caveat(tmp_path):
+    """`evaluate-tests --tests golden` on ULT says, beside the figures, that ULT's own asserts are
+    no ceiling (they mostly fail on the reference)."""
+    data = shared_file("unleakedtestbench", "ULT_Lite.json")
+    run = subprocess.run([*codea1_command(), "evaluate-tests", "--benchmark", "ult", "--data", str(data), "--tests",
+                          "golden", "--limit", "3", "--k", "1", "--no-coverage", "--out", str(tmp_path / "o"),
+                          "--no-progress"], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    assert "note: ULT's own asserts are not a ceiling" in run.stdout
+    assert "%" in run.stdout
+    assert "not a ceiling" in json.loads((tmp_path / "o" / "results.json").read_text())["golden_note"]
 
 
 def test_ult_bad_data_names_file_line_and_field(plugins, tmp_path):

@@ -92,10 +92,12 @@ def replayed(tmp_path):
     return paths
 
 
-def test_tts_reproduces_hand_computed_selections(replayed, tmp_path):
+def test_tts_reproduces_hand_computed_selections(replayed, tmp_path, capsys):
     out = tmp_path / "tts"
+    capsys.readouterr()
     assert main(["tts", "--benchmark", "demo", "--codes", str(replayed["code"]), "--tests", str(replayed["tests"]),
                  "--curves", "--no-progress", "--out", str(out)]) == 0
+    assert f"wrote {out}/results.json, matrix.jsonl, golden/" in capsys.readouterr().out
     r = json.loads((out / "results.json").read_text())
     t = r["tasks"]
     # demo/1: the wrong code passes 2 of 4 unique tests ("abba" counted once), the right one 4
@@ -126,3 +128,16 @@ def test_tts_reproduces_hand_computed_selections(replayed, tmp_path):
                  "--curves", "--no-progress", "--out", str(out)]) == 0
     assert (out / "matrix.jsonl").read_text() == matrix_rows
     assert json.loads((out / "results.json").read_text())["metrics"] == m
+
+
+def test_tts_does_not_claim_a_matrix_it_did_not_write(replayed, tmp_path, capsys):
+    """Suites that parse into no test leave the matrix empty: the command does not say it wrote one."""
+    tests = tmp_path / "unusable.jsonl"
+    tests.write_text(json.dumps({"task_id": "demo/0", "tests": ["assert 0 < digit_sum(5) < 9"]}) + "\n")
+    out = tmp_path / "tts"
+    capsys.readouterr()
+    assert main(["tts", "--benchmark", "demo", "--codes", str(replayed["code"]), "--tests", str(tests),
+                 "--tasks", "demo/0", "--no-progress", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "matrix.jsonl" not in printed and f"wrote {out}/results.json, golden/" in printed
+    assert json.loads((out / "results.json").read_text())["counts"]["matrix_rows"] == 0
