@@ -159,11 +159,11 @@ def reference_stage(run: Run, cfg: EvaluateConfig, samples: list[CodeSample], sk
     return prepared, reference_failures, timing
 
 
-def judge_stage(run: Run, cfg: EvaluateConfig, todo: list[CodeSample], prepared: dict[str, Prepared],
-                skipped: dict[str, str], log: VerdictLog) -> dict[str, float]:
-    """Judge every sample still to do: skipped tasks get a skipped verdict, identical
-    programs of a task run once, large outputs whose digest differs are judged again on
-    full values."""
+def sample_jobs(run: Run, cfg: EvaluateConfig, todo: list[CodeSample], prepared: dict[str, Prepared],
+                skipped: dict[str, str], log: VerdictLog
+                ) -> tuple[dict[str, tuple[CodeSample, ExecJob]], dict[str, list[CodeSample]]]:
+    """One job per distinct program of a task (its identical twins share the verdict);
+    samples of skipped tasks get their skipped verdict here."""
     bench = run.bench
     jobs: dict[str, tuple[CodeSample, ExecJob]] = {}
     copies: dict[str, list[CodeSample]] = defaultdict(list)  # job id -> identical samples
@@ -182,6 +182,15 @@ def judge_stage(run: Run, cfg: EvaluateConfig, todo: list[CodeSample], prepared:
                                    prelude=p.prelude, time_limits=prep.limits, batch_timeout=batch_timeout(prep.limits),
                                    memory_mb=bench.memory_mb, fail_fast=True,
                                    large_output="digest" if bench.reference_expected(p) else "value"))
+    return jobs, copies
+
+
+def judge_stage(run: Run, cfg: EvaluateConfig, todo: list[CodeSample], prepared: dict[str, Prepared],
+                skipped: dict[str, str], log: VerdictLog) -> dict[str, float]:
+    """Judge every sample still to do; large outputs whose digest differs from the
+    reference's are judged again on full values."""
+    bench = run.bench
+    jobs, copies = sample_jobs(run, cfg, todo, prepared, skipped, log)
 
     def expected_of(prep: Prepared, i: int) -> Any:
         return bench.expected_from_reference(prep.problem, prep.ref.value(prep.keep[i]))
