@@ -137,8 +137,10 @@ class TasksCommand(Command):
         p.add_argument("--json", action="store_true", help="print JSON lines instead of a table")
 
     def run(self, plugins, args):
-        options = {**key_values(args.benchmark_opt, "--benchmark-opt"), **({"data": args.data} if args.data else {})}
-        problems = plugins.benchmarks.create(args.benchmark, options).load()
+        from codea1.harness.run import create_benchmark
+
+        problems = create_benchmark(plugins, args.benchmark, args.data,
+                                    key_values(args.benchmark_opt, "--benchmark-opt")).load()
         for p in problems:
             if args.json:
                 print(json.dumps({"task_id": p.task_id, "entry_point": p.entry_point, "tests": len(p.tests)}))

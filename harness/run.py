@@ -59,6 +59,11 @@ class ExecutingRunConfig(RunConfig):
     workers: int | None = None
 
 
+def create_benchmark(plugins, name: str, data: str | None, options: dict[str, str]):
+    """The benchmark plugin ``name`` with its options; ``--data`` is the ``data`` option."""
+    return plugins.benchmarks.create(name, {**options, **({"data": data} if data else {})})
+
+
 def select_tasks(problems: Sequence[Problem], tasks: Sequence[str] | None, limit: int | None,
                  benchmark: str) -> list[Problem]:
     """The problems ``--tasks`` names (in benchmark order), then the first ``--limit``."""
@@ -82,8 +87,7 @@ class Run:
     def __init__(self, plugins, cfg: RunConfig, executor=None):
         self.plugins = plugins
         self.cfg = cfg
-        options = {**cfg.benchmark_options, **({"data": cfg.data} if cfg.data else {})}
-        self.bench = plugins.benchmarks.create(cfg.benchmark, options)
+        self.bench = create_benchmark(plugins, cfg.benchmark, cfg.data, cfg.benchmark_options)
         loaded = self.bench.load()
         self.all_problems: dict[str, Problem] = {p.task_id: p for p in loaded}
         self.problems: dict[str, Problem] = {p.task_id: p for p in select_tasks(loaded, cfg.tasks, cfg.limit,
