@@ -4,7 +4,8 @@ One executor batch for any number of suites (a suite per task in ``codea1 evalua
 a suite per sampled test-writer response in training). A test is valid when it parses into
 a usable assert, executes on the reference and its assertion holds; an unparseable assert
 is an invalid test in its position, so positions (the first k of a suite) keep their
-meaning.
+meaning. ``validate_for_training`` adds what training needs (the paper's Step 3): unique
+calls, and wrong answers corrected to the reference's and kept.
 """
 
 from __future__ import annotations
@@ -86,3 +87,95 @@ def check_suites(executor, suites: Mapping[str, tuple[Problem, Sequence[str | Te
             else:
                 check.valid[position] = True
     return checks
+
+
+# -- validation for training ------------------------------------------------------------------
+# Statuses of a generated test, position by position: the test keeps its place in the suite.
+VALID, WRONG, ERROR, UNPARSED, DUPLICATE, MISSING = "valid", "wrong", "error", "unparsed", "duplicate", "missing"
+
+
+@dataclass
+class ValidatedSuite:
+    """A generated suite after validation: per requested position its status, and the tests
+    that run against the candidate codes (``kept``: the valid ones and the wrong ones
+    corrected to the reference's answer), with their sources (what the Mistake Book stores)."""
+
+    status: list[str]
+    kept: list[TestCase]
+    kept_sources: list[str]
+
+    def count(self, status: str) -> int:
+        return self.status.count(status)
+
+
+def call_key(test: TestCase) -> str:
+    """What makes two tests the same call: the call expression up to spacing and quotes."""
+    import ast
+
+    source = test.call if test.call is not None else repr(test.args)
+    try:
+        return ast.dump(ast.parse(source, mode="eval"))
+    except SyntaxError:
+        return source
+
+
+def corrected(test: TestCase, value: Any) -> tuple[TestCase, str] | None:
+    """The test with the reference's answer: ``assert CALL == <value>``; None when the value
+    has no literal form (an opaque object, a NaN) to write into an assert."""
+    import ast
+
+    text = repr(value)
+    try:
+        if ast.literal_eval(text) != value or type(ast.literal_eval(text)) is not type(value):
+            return None
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+    source = f"assert {test.call} == {text}"
+    return dataclasses.replace(test, op="==", expected=value, expected_source=None, source=source), source
+
+
+def validate_for_training(executor, suites: Mapping[str, tuple[Problem, Sequence[str]]], requested: int, *,
+                          memory_mb: int = 4096) -> dict[str, ValidatedSuite]:
+    """The paper's test validation, one executor batch for every suite: a test is valid when
+    it parses, its call is unique within the suite, it runs on the reference and its answer
+    is right. A wrong answer is corrected and kept (still invalid); the rest is dropped.
+    Positions beyond what the writer produced, up to ``requested``, are "missing"."""
+    unique: dict[str, tuple[Problem, list[TestCase | str]]] = {}
+    duplicates: dict[str, set[int]] = {}
+    for key, (problem, sources) in suites.items():
+        parsed, _ = parse_suite(problem, list(sources)[:requested])
+        seen, dups = set(), set()
+        for i, test in enumerate(parsed):
+            if test is not None:
+                k = call_key(test)
+                if k in seen:
+                    dups.add(i)
+                seen.add(k)
+        duplicates[key] = dups
+        # Duplicates are not run: an unparseable stand-in keeps their position.
+        unique[key] = (problem, [src if i not in dups else "" for i, src in enumerate(list(sources)[:requested])])
+    checks = check_suites(executor, unique, memory_mb=memory_mb)
+    out = {}
+    for key, check in checks.items():
+        status, kept, kept_sources = [], [], []
+        for i, test in enumerate(check.tests):
+            if i in duplicates[key]:
+                status.append(DUPLICATE)
+            elif test is None:
+                status.append(UNPARSED)
+            elif check.valid[i]:
+                status.append(VALID)
+                kept.append(test)
+                kept_sources.append(test.source or "")
+            elif i in check.usable() and check.reference is not None \
+                    and check.usable()[i] in check.reference.values:  # ran on the reference: wrong answer
+                fixed = corrected(test, check.reference_value(i))
+                status.append(WRONG)
+                if fixed is not None:
+                    kept.append(fixed[0])
+                    kept_sources.append(fixed[1])
+            else:
+                status.append(ERROR)
+        status += [MISSING] * (requested - len(status))
+        out[key] = ValidatedSuite(status, kept, kept_sources)
+    return out

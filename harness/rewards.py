@@ -1,0 +1,191 @@
+"""The pure math of training: rewards, group advantages and TopVar, no I/O.
+
+Everything here takes counts and pass/fail lists that the trainers compute from executor
+verdicts, and returns numbers; tests hit each function with hand-worked examples.
+
+One test suite (N per candidate code, K asserts each) is summarised by a ``SuiteResult``:
+how its K requested asserts fared on the reference (validity) and how the candidate it
+attacks fared on the suite's kept tests and on the question's Mistake Book tests.
+
+Two reward variants (``reward.variant``):
+
+* "paper": the formulas of the paper (Section 3.4). Pass_new = passed / kept tests of the
+  suite; Pass_hist = passed / Mistake Book tests.
+  R_C = 1/2 (Pass_hist + mean_n Pass_new) if the book has tests, else mean_n Pass_new;
+  R_val = valid / K; R_adv = 1/2 (Pass_hist - Pass_new + 1) if the book has tests, else
+  1 - Pass_new; R_T = alpha R_val + (1 - alpha) R_adv.
+* "authors" (the default): what the authors' released code computes. G = unique tests that
+  execute on the reference (valid + corrected), I = invalid ones (unparseable, duplicate,
+  raised on the reference, wrong answer; missing asserts count here too);
+  valid_ratio = clip(min(G/K, 1 - I/K), 0, 1); gen_pass = passed / G; gen_fail = failed
+  kept tests / K; att_pass = passed / book tests. With both sources: final_pass =
+  (att_pass + gen_pass) / 2 and final_attack = (gen_fail - (1 - att_pass) + 1) / 2; book
+  only: final_pass = att_pass, final_attack = 0; generated only: final_pass = gen_pass,
+  final_attack = gen_fail; neither: 0 and 0. R_C = mean_n final_pass;
+  R_T = alpha valid_ratio + (1 - alpha) final_attack when the candidate code loads, else 0.
+
+Both variants subtract the share of non-printable characters in the test response from
+R_T (the authors' guard against degenerate outputs); ``nonprintable_penalty = false``
+turns it off.
+"""
+
+from __future__ import annotations
+
+import math
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Sequence
+
+VARIANTS = ("authors", "paper")
+ADVANTAGE_EPS = 1e-6
+
+
+@dataclass
+class SuiteResult:
+    """One generated test suite against the reference and its candidate code.
+
+    ``requested``: K. ``valid``: tests valid on the reference (parsed, unique call, ran,
+    right answer). ``corrected``: tests whose answer was wrong, kept with the reference's
+    answer (invalid for the reward, run against the code). ``kept_passed`` /
+    ``kept_failed``: the candidate on the kept tests (valid + corrected). ``book_passed`` /
+    ``book_total``: the candidate on the question's Mistake Book tests. ``code_loads``: the
+    candidate defines cleanly. ``response``: the test writer's text (for the penalty)."""
+
+    requested: int
+    valid: int
+    corrected: int = 0
+    kept_passed: int = 0
+    kept_failed: int = 0
+    book_passed: int = 0
+    book_total: int = 0
+    code_loads: bool = True
+    response: str = ""
+
+    @property
+    def kept(self) -> int:
+        return self.valid + self.corrected
+
+    @property
+    def invalid(self) -> int:
+        """Unparseable, duplicate, raised on the reference, wrong answer (corrected or not),
+        or missing: everything requested that is not valid."""
+        return self.requested - self.valid
+
+    def check(self) -> None:
+        if self.requested < 1:
+            raise ValueError("a suite requests at least one test (K >= 1)")
+        if not 0 <= self.valid + self.corrected <= self.requested:
+            raise ValueError(f"valid + corrected must lie in [0, K={self.requested}]")
+        if self.kept_passed + self.kept_failed != self.kept:
+            raise ValueError(f"kept tests: {self.kept_passed} passed + {self.kept_failed} failed != {self.kept}")
+        if not 0 <= self.book_passed <= self.book_total:
+            raise ValueError("book_passed must lie in [0, book_total]")
+
+
+@dataclass
+class Rewards:
+    """The rewards of one candidate code and of its N suites, with their parts (logged)."""
+
+    code: float
+    tests: list[float]
+    parts: list[dict[str, float]] = field(default_factory=list)
+
+
+def nonprintable_ratio(text: str) -> float:
+    """Share of characters that are neither printable nor ordinary whitespace."""
+    if not text:
+        return 0.0
+    bad = sum(1 for ch in text if ch not in "\n\r\t" and not ch.isprintable()
+              and unicodedata.category(ch) != "Zs")
+    return bad / len(text)
+
+
+def _paper(s: SuiteResult, alpha: float) -> tuple[float, float, dict]:
+    """(code pass of this suite, test reward, parts) by the paper's formulas."""
+    pass_new = s.kept_passed / s.kept if s.kept else 0.0
+    has_book = s.book_total > 0
+    pass_hist = s.book_passed / s.book_total if has_book else 0.0
+    r_val = s.valid / s.requested
+    r_adv = 0.5 * (pass_hist - pass_new + 1) if has_book else 1 - pass_new
+    return pass_new, alpha * r_val + (1 - alpha) * r_adv, {"pass_new": pass_new, "pass_hist": pass_hist,
+                                                           "valid": r_val, "adv": r_adv}
+
+
+def _authors(s: SuiteResult, alpha: float) -> tuple[float, float, dict]:
+    """(final_pass, test reward, parts) as the authors' reward code computes them."""
+    k = s.requested
+    g = s.kept  # unique tests that execute on the reference
+    invalid = s.invalid
+    valid_ratio = min(max(min(g / k, 1 - invalid / k), 0.0), 1.0)
+    gen_pass = s.kept_passed / g if g else 0.0
+    gen_fail = s.kept_failed / k
+    att_pass = s.book_passed / s.book_total if s.book_total else 0.0
+    if g and s.book_total:
+        final_pass, final_attack = (att_pass + gen_pass) / 2, (gen_fail - (1 - att_pass) + 1) / 2
+    elif s.book_total:
+        final_pass, final_attack = att_pass, 0.0
+    elif g:
+        final_pass, final_attack = gen_pass, gen_fail
+    else:
+        final_pass, final_attack = 0.0, 0.0
+    test = alpha * valid_ratio + (1 - alpha) * final_attack if s.code_loads else 0.0
+    return final_pass, test, {"pass_new": gen_pass, "pass_hist": att_pass, "valid": valid_ratio,
+                              "adv": final_attack, "gen_fail": gen_fail}
+
+
+def candidate_rewards(suites: Sequence[SuiteResult], alpha: float = 0.5, variant: str = "authors",
+                      nonprintable_penalty: bool = True) -> Rewards:
+    """R_C of one candidate code and R_T of each of its N suites."""
+    if variant not in VARIANTS:
+        raise ValueError(f"reward variant {variant!r}: expected one of {', '.join(VARIANTS)}")
+    if not 0.0 <= alpha <= 1.0:
+        raise ValueError(f"alpha {alpha}: expected a value in [0, 1]")
+    if not suites:
+        raise ValueError("a candidate needs at least one suite")
+    passes, tests, parts = [], [], []
+    for s in suites:
+        s.check()
+        code_pass, test, part = (_authors if variant == "authors" else _paper)(s, alpha)
+        penalty = nonprintable_ratio(s.response) if nonprintable_penalty else 0.0
+        passes.append(code_pass)
+        tests.append(test - penalty)
+        parts.append({**part, "penalty": penalty})
+    mean_new = sum(passes) / len(passes)
+    if variant == "paper" and suites[0].book_total:
+        code = 0.5 * (parts[0]["pass_hist"] + mean_new)
+    else:
+        code = mean_new
+    return Rewards(code, tests, parts)
+
+
+def group_advantages(rewards: Sequence[float], eps: float = ADVANTAGE_EPS) -> tuple[list[float], bool]:
+    """GRPO: (R - mean) / (std + eps) within one group, std the unbiased sample standard
+    deviation (verl's and OpenRLHF's group normalisation). Returns the advantages and whether
+    the group had zero variance (all advantages exactly 0: no signal, counted by the
+    trainers). A group of one has no variance."""
+    n = len(rewards)
+    if n == 0:
+        return [], True
+    mean = sum(rewards) / n
+    if n == 1 or all(r == rewards[0] for r in rewards):
+        return [0.0] * n, True
+    std = math.sqrt(sum((r - mean) ** 2 for r in rewards) / (n - 1))
+    return [(r - mean) / (std + eps) for r in rewards], False
+
+
+def topvar(groups: Sequence[Sequence[float]], keep: int) -> list[int]:
+    """TopVar: the indices of the ``keep`` groups whose rewards have the largest population
+    standard deviation (the paper's sigma_m, 1/N), in index order; ties go to the lower
+    index."""
+    if keep < 0:
+        raise ValueError("TopVar keeps a non-negative number of groups")
+    ranked = sorted(range(len(groups)), key=lambda m: (-population_std(groups[m]), m))
+    return sorted(ranked[:keep])
+
+
+def population_std(values: Sequence[float]) -> float:
+    """sqrt(1/N sum (v - mean)^2): the paper's sigma_m."""
+    if not values:
+        return 0.0
+    mean = sum(values) / len(values)
+    return math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))

@@ -1,0 +1,125 @@
+"""Training rewards, advantages and TopVar on hand-worked examples (harness/rewards.py)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from codea1.harness.rewards import SuiteResult, candidate_rewards, group_advantages, nonprintable_ratio, topvar
+
+
+def suite(valid, corrected=0, passed=0, failed=0, book_passed=0, book_total=0, k=8, loads=True, response=""):
+    return SuiteResult(requested=k, valid=valid, corrected=corrected, kept_passed=passed, kept_failed=failed,
+                       book_passed=book_passed, book_total=book_total, code_loads=loads, response=response)
+
+
+# -- the authors' variant ---------------------------------------------------------------------
+
+def test_authors_generated_tests_only():
+    # K=8: 6 valid, 1 wrong answer corrected (kept), 1 unparseable. The code passes 5 of 7 kept.
+    # G = 7, I = 2: valid_ratio = min(7/8, 1 - 2/8) = 0.75; gen_pass = 5/7; gen_fail = 2/8.
+    r = candidate_rewards([suite(6, corrected=1, passed=5, failed=2)], alpha=0.5)
+    assert r.code == pytest.approx(5 / 7)
+    assert r.tests == [pytest.approx(0.5 * 0.75 + 0.5 * 0.25)]
+    assert r.parts[0]["valid"] == pytest.approx(0.75) and r.parts[0]["adv"] == pytest.approx(0.25)
+
+
+def test_authors_with_book_tests():
+    # 8 valid, code passes 6 (fails 2); book: 3 of 4 passed.
+    # gen_pass = 6/8, att_pass = 3/4: final_pass = (0.75 + 0.75)/2 = 0.75
+    # gen_fail = 2/8: final_attack = (0.25 - (1 - 0.75) + 1)/2 = 0.5
+    r = candidate_rewards([suite(8, passed=6, failed=2, book_passed=3, book_total=4)], alpha=0.5)
+    assert r.code == pytest.approx(0.75)
+    assert r.tests == [pytest.approx(0.5 * 1.0 + 0.5 * 0.5)]
+
+
+def test_authors_book_only_and_neither():
+    # No kept test (all 8 invalid: raised or unparseable), 2 of 2 book tests passed.
+    r = candidate_rewards([suite(0, book_passed=2, book_total=2)], alpha=0.5)
+    assert r.code == 1.0 and r.tests == [0.0]  # valid_ratio 0, final_attack 0
+    r = candidate_rewards([suite(0)], alpha=0.5)
+    assert r.code == 0.0 and r.tests == [0.0]
+
+
+def test_authors_mean_over_suites_and_a_candidate_that_does_not_load():
+    suites = [suite(8, passed=8), suite(4, passed=2, failed=2), suite(8, passed=0, failed=8)]
+    r = candidate_rewards(suites, alpha=0.5)
+    assert r.code == pytest.approx((1 + 0.5 + 0) / 3)
+    # valid ratios 1, min(4/8, 1 - 4/8) = 0.5, 1; gen_fail 0, 2/8, 1
+    assert r.tests == [pytest.approx(0.5), pytest.approx(0.25 + 0.125), pytest.approx(1.0)]
+    broken = candidate_rewards([suite(8, passed=0, failed=8, loads=False)], alpha=0.5)
+    assert broken.tests == [0.0]  # a test writer gains nothing from a code that does not load
+
+
+def test_alpha_weights_validity_against_attack():
+    s = [suite(6, corrected=1, passed=5, failed=2)]
+    assert candidate_rewards(s, alpha=1.0).tests == [pytest.approx(0.75)]
+    assert candidate_rewards(s, alpha=0.0).tests == [pytest.approx(0.25)]
+    assert candidate_rewards(s, alpha=0.25).tests == [pytest.approx(0.25 * 0.75 + 0.75 * 0.25)]
+    with pytest.raises(ValueError, match="alpha"):
+        candidate_rewards(s, alpha=1.5)
+
+
+# -- the paper's variant ----------------------------------------------------------------------
+
+def test_paper_without_historical_tests():
+    # Pass_new = 5/7 (kept tests), R_val = 6/8, R_adv = 1 - 5/7
+    r = candidate_rewards([suite(6, corrected=1, passed=5, failed=2)], alpha=0.5, variant="paper")
+    assert r.code == pytest.approx(5 / 7)
+    assert r.tests == [pytest.approx(0.5 * 6 / 8 + 0.5 * (2 / 7))]
+
+
+def test_paper_with_historical_tests():
+    # Two suites: Pass_new 6/8 and 2/4; Pass_hist 3/4.
+    # R_C = 1/2 (3/4 + (0.75 + 0.5)/2) = 0.6875
+    # suite 1: R_adv = 1/2 (0.75 - 0.75 + 1) = 0.5, R_val = 1   -> 0.75
+    # suite 2: R_adv = 1/2 (0.75 - 0.5 + 1) = 0.625, R_val = 4/8 -> 0.5625
+    s = [suite(8, passed=6, failed=2, book_passed=3, book_total=4), suite(4, passed=2, failed=2, book_passed=3,
+                                                                          book_total=4)]
+    r = candidate_rewards(s, alpha=0.5, variant="paper")
+    assert r.code == pytest.approx(0.6875)
+    assert r.tests == [pytest.approx(0.75), pytest.approx(0.5625)]
+
+
+def test_unknown_variant_and_inconsistent_counts_are_refused():
+    with pytest.raises(ValueError, match="reward variant 'mine'"):
+        candidate_rewards([suite(8, passed=8)], variant="mine")
+    with pytest.raises(ValueError, match="kept tests"):
+        candidate_rewards([suite(8, passed=3)])
+
+
+# -- the non-printable penalty ----------------------------------------------------------------
+
+def test_nonprintable_characters_are_subtracted():
+    assert nonprintable_ratio("assert f(1) == 2\n\tok ") == 0.0
+    assert nonprintable_ratio("ab\x00\x01") == 0.5
+    assert nonprintable_ratio("") == 0.0
+    text = "assert f(1) == 2" + "\x07" * 4  # 4 of 20 characters
+    r = candidate_rewards([suite(8, passed=8, response=text)], alpha=1.0)
+    assert r.tests == [pytest.approx(1.0 - 0.2)] and r.parts[0]["penalty"] == pytest.approx(0.2)
+    assert candidate_rewards([suite(8, passed=8, response=text)], alpha=1.0, nonprintable_penalty=False).tests == [1.0]
+
+
+# -- advantages and TopVar ----------------------------------------------------------------------
+
+def test_group_advantages_normalise_with_the_sample_std():
+    adv, flat = group_advantages([1.0, 0.0, 0.0, 1.0])
+    std = math.sqrt(4 * 0.25 / 3)  # unbiased: sum of squares 1.0 over n - 1 = 3
+    a = 0.5 / (std + 1e-6)  # about 0.866
+    assert not flat and adv == pytest.approx([a, -a, -a, a])
+
+
+def test_a_zero_variance_group_gets_zero_advantage_and_says_so():
+    assert group_advantages([0.5, 0.5, 0.5]) == ([0.0, 0.0, 0.0], True)
+    assert group_advantages([0.3]) == ([0.0], True)
+    assert group_advantages([]) == ([], True)
+
+
+def test_topvar_keeps_the_most_varied_groups():
+    groups = [[1.0, 1.0], [0.0, 1.0], [0.2, 0.4], [1.0, 0.0]]  # sigma: 0, 0.5, 0.1, 0.5
+    assert topvar(groups, 1) == [1]  # ties go to the lower index
+    assert topvar(groups, 2) == [1, 3]
+    assert topvar(groups, 3) == [1, 2, 3]
+    assert topvar(groups, 0) == []
+    assert topvar(groups, 9) == [0, 1, 2, 3]
