@@ -72,6 +72,7 @@ BUILTIN_PLUGINS = (
     "codea1.benchmarks.bigcodebench",
     "codea1.benchmarks.ult",
     "codea1.benchmarks.kodcode",
+    "codea1.trainers.backends.torch_backend",
 )
 
 

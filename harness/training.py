@@ -17,7 +17,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from codea1.harness.errors import Codea1Error
 from codea1.harness.generation import SamplingParams
+
+
+class BackendUnavailable(Codea1Error):
+    """A policy backend's libraries are not installed; the message says what to install."""
 
 
 @dataclass
@@ -40,6 +45,10 @@ class PolicyBackend:
     name = ""
     description = ""
 
+    def __init__(self, options: Any = None, *, seed: int = 0):
+        self.options = options
+        self.seed = seed
+
     def generate(self, prompts: Sequence[list[dict[str, str]]], n: int, sampling: SamplingParams,
                  seed: int) -> list[list[PolicySample]]:
         """``n`` samples for each chat prompt, in prompt order; deterministic for a seed on
@@ -51,6 +60,11 @@ class PolicyBackend:
         """One policy-gradient update from the samples with their rewards and the trainer's
         advantages (a backend that derives advantages itself must arrive at the same
         numbers); returns statistics (loss, KL, clip ratio, ...)."""
+        raise NotImplementedError
+
+    def supervised(self, prompts: Sequence[list[dict[str, str]]], targets: Sequence[str]) -> dict[str, float]:
+        """One supervised step: the mean token cross-entropy of each target given its chat
+        prompt (the SFT trainer); returns statistics (loss, tokens)."""
         raise NotImplementedError
 
     def save(self, directory: str) -> None:

@@ -1,0 +1,267 @@
+"""Policy backend ``torch``: a transformers causal LM trained in this process, on a CPU (tiny
+models, tests) or one GPU (real checkpoints).
+
+Loading is the real path: ``AutoTokenizer`` / ``AutoModelForCausalLM.from_pretrained`` of a
+checkpoint directory or hub name. A frozen copy of the starting weights is the reference
+policy for the KL term.
+
+Rollouts: prompts through the tokenizer's chat template (``codea1.harness.prompts``), left
+padded, sampled with ``model.generate`` under a seed per call; each response then gets its
+per-token log-probabilities from one forward pass (logits divided by the sampling
+temperature, the distribution it was drawn from).
+
+Update (GRPO with token-level aggregation, as in the paper): for every response token,
+ratio = exp(logp - logp_old); policy loss = -min(ratio A, clip(ratio, 1 - clip_low,
+1 + clip_high) A) (clip-higher: 0.2 / 0.28); KL to the reference with the k3 estimator
+exp(ref - logp) - (ref - logp) - 1, weighted by ``kl_coef`` (0.001); the loss is the sum
+over all tokens of the batch divided by their number. Micro-batches of
+``micro_batch_size`` responses accumulate gradients, each scaled by the batch's total
+token count, so a partial last micro-batch weighs exactly what it should. Then gradient
+clipping and one AdamW step (lr 1e-6, weight decay 0.1 by default).
+
+On a GPU: ``dtype = "bfloat16"`` and ``gradient_checkpointing = true``. Options:
+``model`` (required), ``device`` (auto|cpu|cuda|cuda:N), ``dtype`` (float32|bfloat16|
+float16), ``lr``, ``weight_decay``, ``clip_low``, ``clip_high``, ``kl_coef``,
+``micro_batch_size``, ``max_grad_norm``, ``gradient_checkpointing``, ``generation_batch``
+(sequences per generate call), ``trust_remote_code``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from codea1.harness.generation import SamplingParams
+from codea1.harness.hookspecs import hookimpl
+from codea1.harness.prompts import chat_prompt
+from codea1.harness.training import BackendUnavailable, PolicyBackend, PolicySample
+
+
+@dataclass
+class TorchBackendOptions:
+    model: str = ""
+    device: str = "auto"
+    dtype: str = "float32"
+    lr: float = 1e-6
+    weight_decay: float = 0.1
+    clip_low: float = 0.2
+    clip_high: float = 0.28
+    kl_coef: float = 0.001
+    micro_batch_size: int = 4
+    max_grad_norm: float = 1.0
+    gradient_checkpointing: bool = False
+    generation_batch: int = 16
+    trust_remote_code: bool = False
+
+    def __post_init__(self):
+        if not self.model:
+            raise ValueError("option 'model' is required (a checkpoint directory or a hub name)")
+        if self.dtype not in ("float32", "bfloat16", "float16"):
+            raise ValueError(f"option 'dtype' must be float32, bfloat16 or float16, not {self.dtype!r}")
+        if self.micro_batch_size < 1 or self.generation_batch < 1:
+            raise ValueError("options 'micro_batch_size' and 'generation_batch' must be at least 1")
+        if self.clip_low < 0 or self.clip_high < 0 or self.kl_coef < 0 or self.lr <= 0:
+            raise ValueError("options 'clip_low', 'clip_high', 'kl_coef' must be >= 0 and 'lr' > 0")
+
+
+@dataclass
+class _Rollout:
+    """What update needs of a sample besides its tokens: the prompt and the temperature."""
+
+    prompt_ids: list[int]
+    temperature: float
+
+
+class TorchBackend(PolicyBackend):
+    name = "torch"
+    description = "transformers model trained in process: GRPO token-level clipped loss, k3 KL, AdamW; CPU or one GPU"
+    Options = TorchBackendOptions
+
+    def __init__(self, options: TorchBackendOptions, *, seed: int = 0):
+        super().__init__(options, seed=seed)
+        try:
+            import torch
+            import transformers
+        except ImportError:
+            raise BackendUnavailable("backend 'torch' needs torch and transformers: pip install 'codea1[hf]'") from None
+        self.torch = torch
+        o = options
+        self.device = ("cuda" if torch.cuda.is_available() else "cpu") if o.device == "auto" else o.device
+        dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[o.dtype]
+        torch.manual_seed(seed)
+        self.tokenizer = transformers.AutoTokenizer.from_pretrained(o.model, trust_remote_code=o.trust_remote_code)
+        self.tokenizer.padding_side = "left"
+        if self.tokenizer.pad_token_id is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self.model = transformers.AutoModelForCausalLM.from_pretrained(
+            o.model, dtype=dtype, trust_remote_code=o.trust_remote_code).to(self.device)
+        if o.gradient_checkpointing:
+            self.model.gradient_checkpointing_enable()
+        self.reference = None
+        if o.kl_coef > 0:
+            self.reference = copy.deepcopy(self.model).eval()
+            for p in self.reference.parameters():
+                p.requires_grad_(False)
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=o.lr, weight_decay=o.weight_decay)
+        self.updates = 0
+
+    # -- rollouts ------------------------------------------------------------------------------
+    def generate(self, prompts: Sequence[list[dict[str, str]]], n: int, sampling: SamplingParams,
+                 seed: int) -> list[list[PolicySample]]:
+        torch, tok = self.torch, self.tokenizer
+        rows = [(p, chat_prompt(tok, messages)) for p, messages in enumerate(prompts) for _ in range(n)]
+        out: list[list[PolicySample]] = [[] for _ in prompts]
+        self.model.eval()
+        step = self.options.generation_batch
+        for start in range(0, len(rows), step):
+            batch = rows[start:start + step]
+            enc = tok([text for _, text in batch], return_tensors="pt", padding=True,
+                      add_special_tokens=False).to(self.device)
+            torch.manual_seed(seed + start)
+            kwargs = ({"do_sample": True, "temperature": sampling.temperature, "top_p": sampling.top_p}
+                      if sampling.temperature > 0 else {"do_sample": False})
+            with torch.no_grad():
+                generated = self.model.generate(**enc, max_new_tokens=sampling.max_tokens, pad_token_id=tok.pad_token_id,
+                                                eos_token_id=tok.eos_token_id, **kwargs)
+            width = enc["input_ids"].shape[1]
+            for (p, _), prompt_row, mask, row in zip(batch, enc["input_ids"], enc["attention_mask"], generated):
+                prompt_ids = prompt_row[mask.bool()].tolist()
+                response, finish = self._response(row[width:].tolist())
+                out[p].append(PolicySample(tok.decode(response, skip_special_tokens=True), response, [], finish,
+                                           _Rollout(prompt_ids, sampling.temperature or 1.0)))
+        flat = [s for samples in out for s in samples]
+        for start in range(0, len(flat), self.options.micro_batch_size):
+            chunk = flat[start:start + self.options.micro_batch_size]
+            with torch.no_grad():
+                logps = self._logprobs(self.model, chunk)
+            for sample, lp in zip(chunk, logps):
+                sample.logprobs = lp.tolist()
+        return out
+
+    def _response(self, ids: list[int]) -> tuple[list[int], str]:
+        """The response up to and including end-of-sequence, and why it ended."""
+        tok = self.tokenizer
+        if tok.eos_token_id in ids:
+            return ids[: ids.index(tok.eos_token_id) + 1], "stop"
+        while ids and ids[-1] == tok.pad_token_id:
+            ids = ids[:-1]
+        return ids, "length"
+
+    def _logprobs(self, model, samples: Sequence[PolicySample]) -> list[Any]:
+        """Per response token, log p(token | prefix) under ``model`` at each sample's
+        temperature; one padded forward pass for the chunk."""
+        torch = self.torch
+        seqs = [s.handle.prompt_ids + s.token_ids for s in samples]
+        width = max(len(s) for s in seqs)
+        pad = self.tokenizer.pad_token_id
+        ids = torch.full((len(seqs), width), pad, dtype=torch.long, device=self.device)
+        mask = torch.zeros((len(seqs), width), dtype=torch.long, device=self.device)
+        for i, s in enumerate(seqs):  # right padding: positions stay those of generation
+            ids[i, :len(s)] = torch.tensor(s, device=self.device)
+            mask[i, :len(s)] = 1
+        logits = model(input_ids=ids, attention_mask=mask).logits.float()
+        out = []
+        for i, s in enumerate(samples):
+            start, end = len(s.handle.prompt_ids), len(seqs[i])
+            step_logits = logits[i, start - 1:end - 1] / s.handle.temperature
+            out.append(torch.log_softmax(step_logits, dim=-1).gather(-1, ids[i, start:end, None]).squeeze(-1))
+        return out
+
+    # -- updates -------------------------------------------------------------------------------
+    def update(self, samples: Sequence[PolicySample], rewards: Sequence[float],
+               advantages: Sequence[float]) -> dict[str, float]:
+        torch, o = self.torch, self.options
+        batch = [(s, a) for s, a in zip(samples, advantages) if s.token_ids]
+        total = sum(len(s.token_ids) for s, _ in batch)
+        stats = {"loss": 0.0, "policy_loss": 0.0, "kl": 0.0, "clip_ratio": 0.0, "tokens": float(total),
+                 "responses": float(len(batch))}
+        if not total:
+            return stats
+        self.model.train()
+        self.optimizer.zero_grad(set_to_none=True)
+        for start in range(0, len(batch), o.micro_batch_size):
+            chunk = batch[start:start + o.micro_batch_size]
+            logps = self._logprobs(self.model, [s for s, _ in chunk])
+            refs = None
+            if self.reference is not None:
+                with torch.no_grad():
+                    refs = self._logprobs(self.reference, [s for s, _ in chunk])
+            loss = 0.0
+            for i, ((sample, advantage), logp) in enumerate(zip(chunk, logps)):
+                old = torch.tensor(sample.logprobs, dtype=logp.dtype, device=logp.device)
+                ratio = torch.exp(logp - old)
+                unclipped = ratio * advantage
+                clipped = torch.clamp(ratio, 1 - o.clip_low, 1 + o.clip_high) * advantage
+                policy = -torch.minimum(unclipped, clipped)
+                token_loss = policy
+                if refs is not None:
+                    delta = refs[i] - logp
+                    kl = torch.exp(delta) - delta - 1
+                    token_loss = token_loss + o.kl_coef * kl
+                    stats["kl"] += kl.detach().sum().item() / total
+                stats["policy_loss"] += policy.detach().sum().item() / total
+                stats["clip_ratio"] += (clipped != unclipped).float().sum().item() / total
+                loss = loss + token_loss.sum() / total  # the batch's token mean, across micro-batches
+            loss.backward()
+            stats["loss"] += loss.item()
+        stats["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), o.max_grad_norm))
+        self.optimizer.step()
+        self.updates += 1
+        return stats
+
+    def supervised(self, prompts: Sequence[list[dict[str, str]]], targets: Sequence[str]) -> dict[str, float]:
+        """Cross-entropy of each target (ended by end-of-sequence) given its chat prompt; the
+        loss is the mean over all target tokens of the batch."""
+        torch, tok, o = self.torch, self.tokenizer, self.options
+        samples = []
+        for messages, target in zip(prompts, targets):
+            prompt_ids = tok(chat_prompt(tok, messages), add_special_tokens=False)["input_ids"]
+            target_ids = tok(target, add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
+            samples.append(PolicySample(target, target_ids, [], "stop", _Rollout(prompt_ids, 1.0)))
+        total = sum(len(s.token_ids) for s in samples)
+        self.model.train()
+        self.optimizer.zero_grad(set_to_none=True)
+        loss_sum = 0.0
+        for start in range(0, len(samples), o.micro_batch_size):
+            chunk = samples[start:start + o.micro_batch_size]
+            loss = -sum(lp.sum() for lp in self._logprobs(self.model, chunk)) / total
+            loss.backward()
+            loss_sum += loss.item()
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), o.max_grad_norm))
+        self.optimizer.step()
+        self.updates += 1
+        return {"loss": loss_sum, "tokens": float(total), "grad_norm": grad_norm}
+
+    # -- state ---------------------------------------------------------------------------------
+    def save(self, directory: str) -> None:
+        torch = self.torch
+        path = Path(directory)
+        path.mkdir(parents=True, exist_ok=True)
+        torch.save(self.model.state_dict(), path / "model.pt")
+        torch.save(self.optimizer.state_dict(), path / "optimizer.pt")
+        (path / "backend.json").write_text(json.dumps({"updates": self.updates, "rng": self.torch.get_rng_state().tolist()}))
+
+    def load(self, directory: str) -> None:
+        torch = self.torch
+        path = Path(directory)
+        self.model.load_state_dict(torch.load(path / "model.pt", map_location=self.device))
+        self.optimizer.load_state_dict(torch.load(path / "optimizer.pt", map_location=self.device))
+        state = json.loads((path / "backend.json").read_text())
+        self.updates = state["updates"]
+        torch.set_rng_state(torch.tensor(state["rng"], dtype=torch.uint8))
+
+    def export(self, directory: str) -> None:
+        self.model.save_pretrained(directory)
+        self.tokenizer.save_pretrained(directory)
+
+    def info(self) -> dict:
+        return {"backend": self.name, "model": self.options.model, "device": self.device,
+                "dtype": str(self.model.dtype), "parameters": sum(p.numel() for p in self.model.parameters())}
+
+
+@hookimpl
+def codea1_register_backends(registry):
+    registry.add(TorchBackend)
