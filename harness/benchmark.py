@@ -43,6 +43,15 @@ class Benchmark:
     def load(self) -> list[Problem]:
         raise NotImplementedError
 
+    def min_time_limit_for(self, test) -> float:
+        """The floor of one test's time limit (a pytest module needs longer than a call)."""
+        return self.min_time_limit
+
+    def time_limits(self, problem: Problem, reference_times: list[float]) -> list[float]:
+        """evalplus' rule, per test: max(floor, time_factor x the reference's time)."""
+        return [max(self.min_time_limit_for(test), self.time_factor * float(t))
+                for test, t in zip(problem.tests, reference_times)]
+
     def sample_code(self, problem: Problem, record: dict) -> str:
         """The program to run for one samples-file record (evalplus' convention: ``solution``
         is a whole program, ``completion`` continues the prompt)."""

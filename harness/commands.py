@@ -303,6 +303,74 @@ class TTSCommand(Command):
         return 0
 
 
+class TrainCommand(Command):
+    name = "train"
+    description = "train policies with a trainer plugin (code-a1, golden-tests, self-play, sft) from a TOML config"
+
+    def add_arguments(self, p):
+        p.add_argument("--config", required=True, help="training config (TOML; examples in trainers/configs/)")
+        p.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                       help="override a config key, e.g. --set trainer.alpha=0.25 (repeatable)")
+        p.add_argument("--out", required=True, help="run directory: steps.jsonl, checkpoints/, mistake_book/, export/")
+        again = p.add_mutually_exclusive_group()
+        again.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
+        again.add_argument("--overwrite", action="store_true", help="discard the run in --out and start over")
+        p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    def run(self, plugins, args):
+        from codea1.harness.flows.train import load_config, train
+
+        cfg = load_config(plugins, args.config, args.set, args.out, overwrite=args.overwrite, resume=args.resume,
+                          progress=not args.no_progress)
+        r = train(plugins, cfg)
+        last = r["last"]
+        shown = {k: v for k, v in last.items()
+                 if (k.startswith(("reward_", "pass_rate_")) or k.endswith("_loss")) and isinstance(v, (int, float))}
+        print(f"{r['trainer']}: {r['steps']} steps; last step: " +
+              ", ".join(f"{k} {v:.3f}" for k, v in shown.items()))
+        for role, path in r["exported"].items():
+            print(f"  {role} policy exported to {path}")
+        print(f"\nwrote {args.out}/steps.jsonl, checkpoints/, export/, results.json, config.json")
+        return 0
+
+
+class MistakeBookCommand(Command):
+    name = "mistake-book"
+    description = "show a Mistake Book file (DIR/mistake_book/step-N.json of a training run)"
+
+    def add_arguments(self, p):
+        sub = p.add_subparsers(dest="book_command", required=True)
+        show = sub.add_parser("show", help="questions, their tests and frequencies, most frequent first")
+        show.add_argument("file")
+        show.add_argument("--question", help="this question only")
+        show.add_argument("--top", type=int, help="at most this many tests per question")
+        show.add_argument("--json", action="store_true", help="print the file's JSON (of the question, if given)")
+
+    def run(self, plugins, args):
+        from codea1.harness.errors import Codea1Error
+        from codea1.harness.mistake_book import MistakeBook
+
+        book = MistakeBook.load(args.file)
+        questions = [args.question] if args.question else sorted(book.questions)
+        if args.question and args.question not in book.questions:
+            from codea1.harness.registry import did_you_mean
+
+            raise Codea1Error(f"{args.file}: no question {args.question!r} in this book"
+                              f"{did_you_mean(args.question, book.questions)}")
+        if args.json:
+            data = book.to_json()
+            data["questions"] = {q: data["questions"][q] for q in questions}
+            print(json.dumps(data, indent=1))
+            return 0
+        for q in questions:
+            tests = book.retrieve(q, top=args.top or len(book.questions[q]))
+            print(f"{q}  ({len(book.questions[q])} tests)")
+            for test in tests:
+                print(f"  {book.questions[q][test]:>4}  {test}")
+        print(f"\n{len(book.questions)} questions, {book.size()} tests")
+        return 0
+
+
 class DevCommand(Command):
     name = "dev"
     description = "developer helpers (tiny-model: a random-init Qwen2 and a local tokenizer)"
@@ -321,7 +389,7 @@ class DevCommand(Command):
 
 
 BUILTIN_COMMANDS = (PluginsCommand, TasksCommand, EvaluateCommand, EvaluateTestsCommand, GenerateCommand, TTSCommand,
-                    DevCommand)
+                    TrainCommand, MistakeBookCommand, DevCommand)
 
 
 @hookimpl

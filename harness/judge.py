@@ -92,8 +92,8 @@ def judge(task_id: str, sample_index: int, job: ExecJob, raw: RawResult,
     (e.g. HumanEval+'s outputs of the reference solution); ``expected_digest(i)`` the digest
     of the reference's encoded output, for large outputs sent as digests.
 
-    A digest equal to the reference's proves an exact match. A different digest proves
-    nothing (1 == 1.0, float tolerance): such a verdict comes back with status "recheck" and
+    A job that asked for digests only (``large_output="digest"``) is judged on them: a digest
+    equal to the reference's proves an exact match. A different digest proves nothing (1 == 1.0, float tolerance): such a verdict comes back with status "recheck" and
     the caller reruns the job with ``large_output="value"``."""
     checker = checker or Checker()
     verdict = Verdict(task_id=task_id, sample_index=sample_index, status=PASS, wall_time=raw.wall_time,
@@ -118,7 +118,7 @@ def judge(task_id: str, sample_index: int, job: ExecJob, raw: RawResult,
 
     for i, (test, outcome) in enumerate(zip(job.tests, raw.outcomes)):
         status, message = "pass", ""
-        if outcome.status == "ok" and outcome.digest is not None:
+        if outcome.status == "ok" and outcome.digest is not None and job.large_output == "digest":
             # An exact match on a digest skips the checker, and with it evalplus' sticky
             # float tolerance for later tests; a mismatch is rechecked on full values.
             if not (expected_digest and expected_digest(i) == outcome.digest):

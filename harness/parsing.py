@@ -225,3 +225,23 @@ def extract_tests(response: str, entry_point: str | None, k: int) -> TestsExtrac
     rejected.sort(key=lambda r: r.line)
     return TestsExtraction(tests=[s for _, s in suite], requested=k, found=len(asserts), parsed=parsed, unique=unique,
                            missing=max(0, k - len(suite)), source=source, rejected=rejected, usable=usable)
+
+
+def with_prompt_imports(prompt: str, code: str) -> str:
+    """Models often answer with the function alone, without the imports the prompt made
+    (``from typing import List``): those imports go in front."""
+    if not code.strip():
+        return code
+    try:
+        tree = ast.parse(prompt)
+    except SyntaxError:
+        return code
+    imports = [ast.get_source_segment(prompt, n) for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    missing = [line for line in imports if line and line not in code]
+    return "\n".join(missing) + "\n\n" + code if missing else code
+
+
+def program_from_response(prompt: str, entry_point: str | None, text: str) -> str:
+    """The program a code response amounts to: its code (``extract_code``) with the imports
+    the prompt made put back."""
+    return with_prompt_imports(prompt, extract_code(text, entry_point).code)

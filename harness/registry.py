@@ -136,7 +136,7 @@ def parse_options(entry: Entry, raw: dict[str, str]) -> Any:
 
 def _convert(entry: Entry, key: str, hint: Any, text: Any) -> Any:
     if not isinstance(text, str):
-        return text
+        return _typed(entry, key, hint, text)
     origin = typing.get_origin(hint)
     if origin is typing.Union or str(origin) == "types.UnionType":
         args = [a for a in typing.get_args(hint) if a is not type(None)]
@@ -155,3 +155,21 @@ def _convert(entry: Entry, key: str, hint: Any, text: Any) -> Any:
     except ValueError:
         raise OptionError(f"{entry.kind[:-1]} {entry.name!r}: option {key!r} expects {hint.__name__}, got {text!r}") from None
     return text
+
+
+def _typed(entry: Entry, key: str, hint: Any, value: Any) -> Any:
+    """A value that arrived typed (from a TOML file): checked against the option's type."""
+    origin = typing.get_origin(hint)
+    if origin is typing.Union or str(origin) == "types.UnionType":
+        args = typing.get_args(hint)
+        if value is None and type(None) in args:
+            return None
+        hint = next((a for a in args if a is not type(None)), str)
+    base = typing.get_origin(hint) or hint
+    ok = {bool: lambda v: type(v) is bool, int: lambda v: type(v) is int,
+          float: lambda v: type(v) in (int, float), str: lambda v: type(v) is str,
+          list: lambda v: isinstance(v, list), dict: lambda v: isinstance(v, dict)}.get(base, lambda v: True)
+    if not ok(value):
+        name = getattr(base, "__name__", str(base))
+        raise OptionError(f"{entry.kind[:-1]} {entry.name!r}: option {key!r} expects {name}, got {value!r}")
+    return float(value) if base is float else value

@@ -9,13 +9,15 @@ and never imports one, so a backend may run in this process (torch) or across a 
 
 Both register through their hooks (``codea1_register_trainers``,
 ``codea1_register_backends``); the registries refuse any class that does not subclass these.
-The ``codea1 train`` command arrives with the trainers themselves.
+The ``codea1 train`` command and its loop are ``codea1.harness.flows.train``.
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from pathlib import Path
+from typing import Any, Callable, Sequence
 
 from codea1.harness.errors import Codea1Error
 from codea1.harness.generation import SamplingParams
@@ -83,15 +85,54 @@ class PolicyBackend:
         pass
 
 
+@dataclass
+class TrainContext:
+    """What the train flow hands a trainer: the run (benchmark, problems, executor, store),
+    the policies by role with their sampling settings, the seed, the run directory, and
+    ``phase(name)``, which shows the step's current phase on the one progress bar."""
+
+    plugins: Any
+    run: Any
+    policies: dict[str, PolicyBackend]
+    sampling: dict[str, SamplingParams]
+    seed: int
+    out: Path
+    phase: Callable[[str], None] = lambda name: None
+
+    def seed_for(self, step: int, what: str) -> int:
+        """A seed of its own for each (step, purpose), stable across resumes."""
+        digest = hashlib.sha256(f"{self.seed}\0{step}\0{what}".encode()).digest()
+        return int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
+
+
 class Trainer:
-    """A training method. Subclasses set ``name`` and ``description``, may declare an
-    ``Options`` dataclass (the trainer's section of the training config), and implement
-    ``train``."""
+    """A training method: one step at a time, flat and readable. Subclasses set ``name``,
+    ``description`` and ``roles`` (the policies they train, e.g. ("code", "tests")), may
+    declare an ``Options`` dataclass (the [trainer] table of the training config), and
+    implement ``step``. The train flow owns the loop around it: the question order, the
+    step log, checkpoints, resume, evaluation and export."""
 
     name = ""
     description = ""
+    roles: tuple[str, ...] = ("code",)
 
-    def train(self, plugins: Any, out_dir: str, resume: bool = False) -> dict[str, Any]:
-        """Run (or resume) training into ``out_dir``: step log, checkpoints, exported
-        policies; returns the final summary."""
+    def __init__(self, options: Any = None, *, context: TrainContext):
+        self.options = options
+        self.context = context
+
+    @classmethod
+    def roles_for(cls, options: Any) -> tuple[str, ...]:
+        """The policy roles a run with these options trains (the [policies.ROLE] tables the
+        config needs); ``roles`` unless a trainer's options choose."""
+        return cls.roles
+
+    def step(self, step: int, questions: list[Any]) -> dict[str, Any]:
+        """Run training step ``step`` on ``questions`` (benchmark problems): rollouts,
+        judging, rewards, updates. Returns the step's log row."""
         raise NotImplementedError
+
+    def save(self, directory: Path) -> None:
+        """The trainer's own state beside the policies' in a checkpoint (the Mistake Book)."""
+
+    def load(self, directory: Path) -> None:
+        """Restore what ``save`` wrote."""

@@ -103,6 +103,7 @@ class ValidatedSuite:
     status: list[str]
     kept: list[TestCase]
     kept_sources: list[str]
+    kept_times: list[float] = dataclasses.field(default_factory=list)  # the reference's time per kept test
 
     def count(self, status: str) -> int:
         return self.status.count(status)
@@ -157,7 +158,7 @@ def validate_for_training(executor, suites: Mapping[str, tuple[Problem, Sequence
     checks = check_suites(executor, unique, memory_mb=memory_mb)
     out = {}
     for key, check in checks.items():
-        status, kept, kept_sources = [], [], []
+        status, kept, kept_sources, times = [], [], [], []
         for i, test in enumerate(check.tests):
             if i in duplicates[key]:
                 status.append(DUPLICATE)
@@ -167,6 +168,7 @@ def validate_for_training(executor, suites: Mapping[str, tuple[Problem, Sequence
                 status.append(VALID)
                 kept.append(test)
                 kept_sources.append(test.source or "")
+                times.append(check.times[i])
             elif i in check.usable() and check.reference is not None \
                     and check.usable()[i] in check.reference.values:  # ran on the reference: wrong answer
                 fixed = corrected(test, check.reference_value(i))
@@ -174,8 +176,9 @@ def validate_for_training(executor, suites: Mapping[str, tuple[Problem, Sequence
                 if fixed is not None:
                     kept.append(fixed[0])
                     kept_sources.append(fixed[1])
+                    times.append(check.times[i])
             else:
                 status.append(ERROR)
         status += [MISSING] * (requested - len(status))
-        out[key] = ValidatedSuite(status, kept, kept_sources)
+        out[key] = ValidatedSuite(status, kept, kept_sources, times)
     return out

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from codea1.harness.errors import ConfigError
-from codea1.harness.execution import batch_timeout, run_jobs, time_limits
+from codea1.harness.execution import batch_timeout, run_jobs
 from codea1.harness.judge import RECHECK, judge
 from codea1.harness.metrics import CodeMetric
 from codea1.harness.progress import stage_bar
@@ -154,7 +154,7 @@ def reference_stage(run: Run, cfg: EvaluateConfig, samples: list[CodeSample], sk
         if ref.failed and policy == "drop_test":
             keep = [i for i in keep if i not in ref.failed]
             p = dataclasses.replace(p, tests=[p.tests[i] for i in keep])
-        limits = time_limits([ref.times[i] for i in keep], bench.min_time_limit, bench.time_factor)
+        limits = bench.time_limits(p, [ref.times[i] for i in keep])
         prepared[p.task_id] = Prepared(p, ref, keep, limits)
     return prepared, reference_failures, timing
 

@@ -9,7 +9,6 @@ so a missing library or a wrong option leaves no run directory behind.
 
 from __future__ import annotations
 
-import ast
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -29,7 +28,7 @@ from codea1.harness.generation import (
     with_cache,
 )
 from codea1.harness.jsonl import appended_rows
-from codea1.harness.parsing import extract_code, extract_tests
+from codea1.harness.parsing import extract_code, extract_tests, with_prompt_imports
 from codea1.harness.progress import stage_bar
 from codea1.harness.prompts import DEFAULT_PROMPT, Prompt, get_prompt, question_text
 from codea1.harness.records import Problem
@@ -185,7 +184,7 @@ def sample_row(role: str, k: int, problem: Problem, req: GenerationRequest, inde
         row["code_index"] = req.code_index
     if role == "code":
         ex = extract_code(g.text, problem.entry_point)
-        row["solution"] = _with_prompt_imports(problem.prompt, ex.code)
+        row["solution"] = with_prompt_imports(problem.prompt, ex.code)
         row["extraction"] = {key: v for key, v in ex.to_json().items() if key != "code"}
     else:
         suite = extract_tests(g.text, problem.entry_point, k)
@@ -198,20 +197,6 @@ def sample_row(role: str, k: int, problem: Problem, req: GenerationRequest, inde
 
 def unit_of(task_id: str, code_index: int | None) -> str:
     return task_id if code_index is None else f"{task_id}#code{code_index}"
-
-
-def _with_prompt_imports(prompt: str, code: str) -> str:
-    """Models often answer with the function alone, without the imports the prompt made
-    (``from typing import List``): those imports go in front."""
-    if not code.strip():
-        return code
-    try:
-        tree = ast.parse(prompt)
-    except SyntaxError:
-        return code
-    imports = [ast.get_source_segment(prompt, n) for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
-    missing = [line for line in imports if line and line not in code]
-    return "\n".join(missing) + "\n\n" + code if missing else code
 
 
 def parsing_summary(rows: Iterable[dict], role: str) -> dict[str, Any]:

@@ -100,6 +100,77 @@ def test_kodcode_references_pass_their_pytest_tests_and_wrong_code_fails(plugins
     assert sum(d["statuses"][0] == "pass" for d in res["tasks"].values()) >= 4
 
 
+def test_every_kodcode_reference_passes_its_converted_tests(plugins, tmp_path):
+    """All 232 references against their golden tests, plain asserts judged as call tests: all
+    pass but the 4 whose pytest files are broken upstream (scipy missing here; `math` used
+    without its import), which are skipped with the reason, as under pytest alone."""
+    folder = shared_file("kodcode")
+    problems = plugins.benchmarks.create("kodcode", {"data": str(folder)}).load()
+    assert sum(t.kind == "call" for p in problems for t in p.tests) > 1000
+    rows = [{"task_id": p.task_id, "solution": p.reference} for p in problems]
+    res = evaluate(plugins, EvaluateConfig(benchmark="kodcode", data=str(folder), out=str(tmp_path / "run"),
+                                           samples=write_samples(tmp_path / "s.jsonl", rows), progress=False))
+    assert res["counts"]["pass"] == 228 and res["counts"]["skipped"] == 4
+    assert sorted(res["skipped_tasks"]) == ["Algorithm_00000068_C", "Algorithm_00000068_I", "Prefill_00000083_C",
+                                            "Prefill_00000083_I"]
+
+
+KODCODE_TESTS = """from solution import area, perimeter
+import pytest
+import math
+
+def test_area():
+    \"\"\"plain asserts: call tests\"\"\"
+    assert area(2, 3) == 6
+    assert area(0, 3) == 0
+    assert perimeter(2, 3) == 10
+    assert [area(i, i) for i in range(3)] == [0, 1, 4]
+
+def test_raises():
+    with pytest.raises(ValueError):
+        area(-1, 2)
+
+def test_uses_an_import():
+    assert area(1, 1) < math.pi
+
+WIDTH = 4
+
+def test_uses_a_module_constant():
+    assert area(WIDTH, 1) == 4
+"""
+SOLUTION = ("def area(w, h):\n    if w < 0:\n        raise ValueError(w)\n    return w * h\n"
+            "def perimeter(w, h):\n    return 2 * (w + h)\n")
+
+
+def test_kodcode_plain_assert_functions_become_call_tests(plugins, tmp_path):
+    from codea1.benchmarks.kodcode import golden_tests
+
+    tests = golden_tests(KODCODE_TESTS, "area")
+    calls = [t for t in tests if t.kind == "call"]
+    assert [t.id for t in calls] == [f"pytest/test_area/{i}" for i in range(4)]
+    assert [(t.call, t.op, t.expected) for t in calls[:3]] == [("area(2, 3)", "==", 6), ("area(0, 3)", "==", 0),
+                                                                ("perimeter(2, 3)", "==", 10)]
+    script = tests[-1]
+    assert script.kind == "script" and script.id == "pytest/script"
+    assert "def test_raises" in script.script and "def test_uses_an_import" in script.script
+    assert "def test_uses_a_module_constant" in script.script and "def test_area" not in script.script
+    data = tmp_path / "kodcode.jsonl"
+    data.write_text(json.dumps({"question_id": "k/0", "question": "Areas.", "solution": SOLUTION,
+                                "test_code": KODCODE_TESTS, "test_info": [{"function_name": "area"}]}) + "\n")
+    liar = ("class Liar:\n    def __eq__(self, o):\n        return True\n    def __lt__(self, o):\n        return True\n"
+            "    __hash__ = object.__hash__\n"
+            "def area(w, h):\n    if w < 0:\n        raise ValueError(w)\n    return Liar() if w == 2 else w * h\n"
+            "def perimeter(w, h):\n    return 2 * (w + h)\n")
+    rows = [{"task_id": "k/0", "solution": SOLUTION}, {"task_id": "k/0", "solution": liar}]
+    res = evaluate(plugins, EvaluateConfig(benchmark="kodcode", data=str(data), out=str(tmp_path / "run"),
+                                           samples=write_samples(tmp_path / "s.jsonl", rows), progress=False))
+    # The always-equal answer would pass `assert area(2, 3) == 6` inside pytest; judged outside it fails.
+    assert res["tasks"]["k/0"]["statuses"] == ["pass", "fail"]
+    verdict = next(v for v in map(json.loads, (tmp_path / "run" / "verdicts.jsonl").read_text().splitlines())
+                   if v["sample_index"] == 1)
+    assert verdict["first_failure"]["test"] == "pytest/test_area/0" and "opaque" in verdict["first_failure"]["message"]
+
+
 def test_kodcode_without_data_says_so(plugins):
     with pytest.raises(BenchmarkError, match="needs --data"):
         plugins.benchmarks.create("kodcode").load()

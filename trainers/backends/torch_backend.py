@@ -254,6 +254,9 @@ class TorchBackend(PolicyBackend):
         torch.set_rng_state(torch.tensor(state["rng"], dtype=torch.uint8))
 
     def export(self, directory: str) -> None:
+        from transformers.utils import logging
+
+        logging.disable_progress_bar()  # one bar per stage: the train bar, not a bar per shard
         self.model.save_pretrained(directory)
         self.tokenizer.save_pretrained(directory)
 

@@ -1,0 +1,416 @@
+"""``codea1 train``: a trainer plugin's steps, with the loop every trainer shares.
+
+The config is a TOML file (examples in trainers/configs/), overridable with
+``--set section.key=value``:
+
+    [train]       trainer, steps, batch_size (questions per step), seed, checkpoint_every,
+                  eval_every (0: never)
+    [benchmark]   name, data, options, tasks, limit: where the questions come from
+    [executor]    name, workers, options: what runs the programs
+    [trainer]     the trainer plugin's own options (its Options dataclass)
+    [policies.ROLE]   backend (default torch), temperature, top_p, max_tokens, and the
+                  backend's own options (model, lr, ...), one table per role the trainer
+                  trains (code, tests)
+    [[evaluation.code]]   benchmark, data, limit, n, k, temperature, top_p, max_tokens
+    [[evaluation.tests]]  benchmark, data, limit, k, n_tests (asserts asked), max_tokens
+
+Every key is checked against its section (the trainer's and the backends' by their own
+Options); an unknown or mistyped one fails naming the file, the section, the key and a
+suggestion. The resolved config is DIR/config.json.
+
+Stages of a run: open (benchmark, executor, policies, trainer), resume (the last complete
+checkpoint: policies, trainer state, step; the step log and Mistake Book files cut back to
+it), then per step: the questions (a seeded permutation of the tasks per epoch, so a step's
+questions depend on the step number alone), the trainer's step, a row appended to
+DIR/steps.jsonl, a checkpoint every ``checkpoint_every`` steps, evaluation every
+``eval_every`` steps; finally the policies exported as Hugging Face directories under
+DIR/export/ROLE. One progress bar for the steps, showing the phase.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import random
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tomllib
+
+from codea1.harness.errors import ConfigError
+from codea1.harness.generation import SamplingParams
+from codea1.harness.registry import OptionError, did_you_mean, parse_options
+from codea1.harness.run import ExecutingRunConfig, Run, open_run
+from codea1.harness.training import TrainContext
+
+SECTIONS = ("train", "benchmark", "executor", "trainer", "policies", "evaluation")
+POLICY_KEYS = {"backend": "torch", "temperature": 1.0, "top_p": 1.0, "max_tokens": 1024}
+
+
+@dataclass
+class TrainSettings:
+    """The [train] table."""
+
+    trainer: str = ""
+    steps: int = 1
+    batch_size: int = 8
+    seed: int = 0
+    checkpoint_every: int = 1
+    eval_every: int = 0
+
+    def __post_init__(self):
+        if not self.trainer:
+            raise ValueError("key 'trainer' is required (see `codea1 plugins`)")
+        if self.steps < 1 or self.batch_size < 1 or self.checkpoint_every < 1 or self.eval_every < 0:
+            raise ValueError("steps, batch_size and checkpoint_every must be at least 1, eval_every at least 0")
+
+
+@dataclass
+class BenchmarkSection:
+    name: str = "kodcode"
+    data: str | None = None
+    options: dict = field(default_factory=dict)
+    tasks: list = field(default_factory=list)
+    limit: int | None = None
+
+
+@dataclass
+class ExecutorSection:
+    name: str = "subprocess"
+    workers: int | None = None
+    options: dict = field(default_factory=dict)
+
+
+@dataclass
+class CodeEvaluation:
+    benchmark: str = "humaneval+"
+    data: str | None = None
+    limit: int | None = None
+    n: int = 1
+    k: list = field(default_factory=lambda: [1])
+    temperature: float = 0.7
+    top_p: float = 0.95
+    max_tokens: int = 1024
+
+
+@dataclass
+class TestsEvaluation:
+    __test__ = False
+    benchmark: str = "ult"
+    data: str | None = None
+    limit: int | None = None
+    k: list = field(default_factory=lambda: [1, 2, 5])
+    n_tests: int = 5
+    temperature: float = 0.7
+    top_p: float = 0.95
+    max_tokens: int = 1024
+
+
+@dataclass(kw_only=True)
+class TrainConfig(ExecutingRunConfig):
+    config_file: str
+    sets: list[str] = field(default_factory=list)
+    resume: bool = False
+    settings: dict = field(default_factory=dict)  # the resolved config, section by section
+
+    COMMAND = "train"
+    ROWS = "steps.jsonl"
+    IDENTITY = ("identity",)
+
+    def record(self) -> dict[str, Any]:
+        return {"command": self.COMMAND, "config_file": self.config_file, "sets": self.sets, **self.settings,
+                "identity": identity(self.settings)}
+
+
+def identity(settings: dict) -> str:
+    """What a resumed run must share with the first: everything but how long it runs and
+    how often it checkpoints or evaluates."""
+    kept = {k: v for k, v in settings.items() if k != "evaluation"}
+    kept["train"] = {k: v for k, v in settings.get("train", {}).items()
+                     if k not in ("steps", "checkpoint_every", "eval_every")}
+    return hashlib.sha256(json.dumps(kept, sort_keys=True).encode()).hexdigest()[:16]
+
+
+# -- the config ------------------------------------------------------------------------------
+
+def load_config(plugins, path: str, sets: list[str], out: str, overwrite: bool = False, resume: bool = False,
+                progress: bool = True) -> TrainConfig:
+    """Read, override and check the config; every error names the file, section and key."""
+    try:
+        raw = tomllib.loads(Path(path).read_text())
+    except OSError as exc:
+        raise ConfigError(f"--config {path}: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not TOML: {exc}") from None
+    for item in sets:
+        apply_set(raw, item, path)
+    for section in raw:
+        if section not in SECTIONS:
+            raise ConfigError(f"{path}: unknown section [{section}]{did_you_mean(section, SECTIONS)}")
+
+    def section(name: str, cls, table: dict):
+        if not isinstance(table, dict):
+            raise ConfigError(f"{path}: [{name}] must be a table")
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        for key, value in table.items():
+            if key not in fields:
+                raise ConfigError(f"{path}: [{name}] unknown key {key!r}{did_you_mean(key, fields)}")
+        try:
+            return cls(**table)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{path}: [{name}] {exc}") from None
+
+    train = section("train", TrainSettings, raw.get("train", {}))
+    bench = section("benchmark", BenchmarkSection, raw.get("benchmark", {}))
+    executor = section("executor", ExecutorSection, raw.get("executor", {}))
+    trainer_entry = plugins.trainers.get(train.trainer)
+    trainer_options = plugin_options(trainer_entry, raw.get("trainer", {}), path, "trainer")
+    roles = trainer_entry.cls.roles_for(trainer_options)
+    policies_raw = raw.get("policies", {})
+    for role in policies_raw:
+        if role not in roles:
+            raise ConfigError(f"{path}: [policies.{role}]: trainer {train.trainer!r} trains {', '.join(roles)}"
+                              f"{did_you_mean(role, roles)}")
+    policies = {}
+    for role in roles:
+        table = dict(policies_raw.get(role, {}))
+        if not table:
+            raise ConfigError(f"{path}: [policies.{role}] is missing: trainer {train.trainer!r} trains {role}")
+        own = {k: table.pop(k, default) for k, default in POLICY_KEYS.items()}
+        backend = plugins.backends.get(own["backend"])
+        plugin_options(backend, table, path, f"policies.{role}")
+        policies[role] = {**own, **table}
+    evaluation = raw.get("evaluation", {})
+    for kind, cls in (("code", CodeEvaluation), ("tests", TestsEvaluation)):
+        for i, entry in enumerate(evaluation.get(kind, [])):
+            section(f"evaluation.{kind}][{i}", cls, entry)
+    for kind in evaluation:
+        if kind not in ("code", "tests"):
+            raise ConfigError(f"{path}: unknown table [evaluation.{kind}]{did_you_mean(kind, ('code', 'tests'))}")
+    settings = {"train": dataclasses.asdict(train), "benchmark": dataclasses.asdict(bench),
+                "executor": dataclasses.asdict(executor), "trainer": dataclasses.asdict(trainer_options)
+                if trainer_options is not None else {}, "policies": policies, "evaluation": evaluation}
+    return TrainConfig(benchmark=bench.name, data=bench.data, benchmark_options={k: str(v) for k, v in bench.options.items()},
+                       tasks=list(bench.tasks) or None, limit=bench.limit, executor=executor.name,
+                       executor_options={k: str(v) for k, v in executor.options.items()}, workers=executor.workers,
+                       out=out, overwrite=overwrite, progress=progress, config_file=str(path), sets=list(sets),
+                       resume=resume, settings=settings)
+
+
+def plugin_options(entry, table: dict, path: str, name: str):
+    try:
+        return parse_options(entry, table)
+    except OptionError as exc:
+        raise ConfigError(f"{path}: [{name}] {exc}") from None
+
+
+def apply_set(raw: dict, item: str, path: str) -> None:
+    """``--set section.key=value`` (value as TOML: 0.25, true, "text", [1, 2]; else a string)."""
+    if "=" not in item or "." not in item.split("=", 1)[0]:
+        raise ConfigError(f"--set {item!r}: expected SECTION.KEY=VALUE (e.g. trainer.alpha=0.25)")
+    dotted, text = item.split("=", 1)
+    try:
+        value = tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = text
+    *tables, key = dotted.strip().split(".")
+    node = raw
+    for name in tables:
+        node = node.setdefault(name, {})
+        if not isinstance(node, dict):
+            raise ConfigError(f"--set {item!r}: {name} is not a table in {path}")
+    node[key] = value
+
+
+# -- the flow --------------------------------------------------------------------------------
+
+def train(plugins, cfg: TrainConfig) -> dict[str, Any]:
+    settings = cfg.settings
+    out = Path(cfg.out)
+    refuse_or_clear(cfg, out)
+    with open_run(plugins, cfg) as run:
+        context, trainer = open_trainer(plugins, run, cfg)
+        run.start(environment={"policies": {role: p.info() for role, p in context.policies.items()}})
+        first = resume(run, trainer, context, out) if cfg.resume else 0
+        train_settings = settings["train"]
+        rows = run.store.load_rows()
+        t0 = time.perf_counter()
+        with step_bar(train_settings["steps"], first, cfg.progress) as bar:
+            context.phase = lambda name: bar.set_postfix_str(name, refresh=True)
+            for step in range(first, train_settings["steps"]):
+                row = {"step": step, **trainer.step(step, questions_for(run, train_settings, step))}
+                if train_settings["eval_every"] and (step + 1) % train_settings["eval_every"] == 0:
+                    context.phase("evaluate")
+                    row["evaluation"] = evaluate_policies(plugins, run, context, settings["evaluation"], out, step)
+                run.store.append_row(row)
+                rows.append(row)
+                if (step + 1) % train_settings["checkpoint_every"] == 0 or step + 1 == train_settings["steps"]:
+                    context.phase("checkpoint")
+                    checkpoint(context, trainer, out, step + 1)
+                bar.update(1)
+        context.phase("export")
+        exported = {role: str(out / "export" / role) for role in context.policies}
+        for role, policy in context.policies.items():
+            policy.export(exported[role])
+        return run.finish({"command": "train", "trainer": train_settings["trainer"], "steps": len(rows),
+                           "exported": exported, "last": rows[-1] if rows else {},
+                           "seconds_this_run": round(time.perf_counter() - t0, 3)})
+
+
+def refuse_or_clear(cfg: TrainConfig, out: Path) -> None:
+    """A directory holding a run is resumed (--resume) or replaced (--overwrite), never
+    mixed with a new one."""
+    holds_run = (out / "config.json").exists()
+    if holds_run and cfg.overwrite:
+        for name in ("checkpoints", "mistake_book", "export", "evaluation"):
+            shutil.rmtree(out / name, ignore_errors=True)
+    elif holds_run and not cfg.resume:
+        raise ConfigError(f"--out {out} holds a training run: pass --resume to continue it or --overwrite to start over")
+
+
+def open_trainer(plugins, run: Run, cfg: TrainConfig):
+    settings = cfg.settings
+    policies, sampling = {}, {}
+    for role, table in settings["policies"].items():
+        own = {k: table[k] for k in POLICY_KEYS}
+        options = {k: v for k, v in table.items() if k not in POLICY_KEYS}
+        policies[role] = plugins.backends.create(own["backend"], options, seed=settings["train"]["seed"])
+        sampling[role] = SamplingParams(temperature=own["temperature"], top_p=own["top_p"],
+                                        max_tokens=own["max_tokens"], seed=settings["train"]["seed"])
+    context = TrainContext(plugins=plugins, run=run, policies=policies, sampling=sampling,
+                           seed=settings["train"]["seed"], out=Path(cfg.out))
+    trainer = plugins.trainers.create(settings["train"]["trainer"], settings["trainer"] or None, context=context)
+    return context, trainer
+
+
+def questions_for(run: Run, train_settings: dict, step: int) -> list:
+    """The step's questions: epoch e is a permutation of the tasks seeded by (seed, e);
+    step s takes the next batch_size of them, wrapping into the next epoch."""
+    ids = list(run.problems)
+    size = train_settings["batch_size"]
+    out = []
+    for position in range(step * size, (step + 1) * size):
+        epoch, index = divmod(position, len(ids))
+        order = ids[:]
+        random.Random(f"{train_settings['seed']}/{epoch}").shuffle(order)
+        out.append(run.problems[order[index]])
+    return out
+
+
+def checkpoint(context: TrainContext, trainer, out: Path, steps_done: int) -> None:
+    """DIR/checkpoints/step-N: every policy, the trainer's state, and the step count, written
+    to a temporary directory and renamed, so a kill leaves the last one whole."""
+    root = out / "checkpoints"
+    final = root / f"step-{steps_done:06d}"
+    tmp = root / f".step-{steps_done:06d}.{os.getpid()}.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    for role, policy in context.policies.items():
+        policy.save(str(tmp / "policies" / role))
+    (tmp / "trainer").mkdir(parents=True, exist_ok=True)
+    trainer.save(tmp / "trainer")
+    (tmp / "state.json").write_text(json.dumps({"steps_done": steps_done}))
+    shutil.rmtree(final, ignore_errors=True)
+    os.replace(tmp, final)
+    for older in sorted(root.glob("step-*"))[:-2]:  # keep the last two
+        shutil.rmtree(older, ignore_errors=True)
+
+
+def resume(run: Run, trainer, context: TrainContext, out: Path) -> int:
+    """Load the last complete checkpoint and cut the step log and the per-step files back to
+    it; the steps after it are run again, as they ran the first time."""
+    done = sorted(p for p in (out / "checkpoints").glob("step-*") if (p / "state.json").exists())
+    steps_done = 0
+    if done:
+        last = done[-1]
+        steps_done = json.loads((last / "state.json").read_text())["steps_done"]
+        for role, policy in context.policies.items():
+            policy.load(str(last / "policies" / role))
+        trainer.load(last / "trainer")
+    rows = run.store.load_rows()
+    if len(rows) > steps_done:
+        kept = rows[:steps_done]
+        run.store.rows_path.write_text("".join(json.dumps(r, separators=(",", ":"), default=str) + "\n" for r in kept))
+    for path in (out / "mistake_book").glob("step-*.json"):
+        if int(path.stem.split("-")[1]) >= steps_done:
+            path.unlink()
+    return steps_done
+
+
+class step_bar:
+    """One progress bar for the steps; its postfix names the phase of the current step."""
+
+    def __init__(self, total: int, first: int, enabled: bool):
+        self.total, self.first, self.enabled = total, first, enabled
+        self.bar = None
+
+    def __enter__(self):
+        if self.enabled:
+            import sys
+
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=self.total, initial=self.first, desc="train", unit="step", file=sys.stderr,
+                            dynamic_ncols=True)
+        return self
+
+    def set_postfix_str(self, text: str, refresh: bool = True) -> None:
+        if self.bar is not None:
+            self.bar.set_postfix_str(text, refresh=refresh)
+
+    def update(self, n: int) -> None:
+        if self.bar is not None:
+            self.bar.update(n)
+
+    def __exit__(self, *exc):
+        if self.bar is not None:
+            self.bar.close()
+
+
+def evaluate_policies(plugins, run: Run, context: TrainContext, evaluation: dict, out: Path, step: int) -> dict:
+    """The current policies through the evaluate and evaluate-tests flows: the code policy's
+    samples scored (avg@k), the test policy's suites scored (test-pass@k, mut@k, Mul)."""
+    from codea1.harness.flows.evaluate import EvaluateConfig, evaluate
+    from codea1.harness.flows.evaluate_tests import EvaluateTestsConfig, evaluate_tests
+    from codea1.harness.parsing import extract_tests, program_from_response
+    from codea1.harness.prompts import DEFAULT_PROMPT, get_prompt, question_text
+    from codea1.harness.run import create_benchmark, select_tasks
+
+    results: dict[str, Any] = {}
+    root = out / "evaluation" / f"step-{step + 1:06d}"
+    for kind, entries in (("code", evaluation.get("code", [])), ("tests", evaluation.get("tests", []))):
+        role = kind if kind in context.policies else "code"
+        for entry in entries:
+            e = (CodeEvaluation if kind == "code" else TestsEvaluation)(**entry)
+            bench = create_benchmark(plugins, e.benchmark, e.data, {})
+            problems = select_tasks(bench.load(), None, e.limit, e.benchmark)
+            prompt = get_prompt(DEFAULT_PROMPT["code" if kind == "code" else "tests"])
+            messages = [prompt.messages(**{f: {"question": question_text(p), "k": getattr(e, "n_tests", 8),
+                                              "entry_point": p.entry_point, "code": ""}[f] for f in prompt.fields()})
+                        for p in problems]
+            sampling = SamplingParams(e.temperature, e.top_p, e.max_tokens, context.seed_for(step, f"eval/{kind}"))
+            samples = context.policies[role].generate(messages, e.n if kind == "code" else 1, sampling,
+                                                      context.seed_for(step, f"eval/{kind}/{e.benchmark}"))
+            folder = root / f"{kind}-{e.benchmark}"
+            folder.mkdir(parents=True, exist_ok=True)
+            if kind == "code":
+                rows = [{"task_id": p.task_id, "solution": program_from_response(p.prompt, p.entry_point, s.text)}
+                        for p, row in zip(problems, samples) for s in row]
+                (folder / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+                r = evaluate(plugins, EvaluateConfig(benchmark=e.benchmark, data=e.data, samples=str(folder / "samples.jsonl"),
+                                                     k=e.k, tasks=[p.task_id for p in problems], out=str(folder / "run"),
+                                                     overwrite=True, progress=False), executor=run.executor)
+            else:
+                rows = [{"task_id": p.task_id, "tests": extract_tests(row[0].text, p.entry_point, max(e.k)).tests}
+                        for p, row in zip(problems, samples)]
+                (folder / "tests.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+                r = evaluate_tests(plugins, EvaluateTestsConfig(
+                    benchmark=e.benchmark, data=e.data, tests=str(folder / "tests.jsonl"), k=e.k, coverage=False,
+                    tasks=[p.task_id for p in problems], out=str(folder / "run"), overwrite=True, progress=False,
+                    executor=run.cfg.executor, executor_options=run.cfg.executor_options, workers=run.cfg.workers))
+            results[f"{kind}/{e.benchmark}"] = r["metrics"]
+    return results

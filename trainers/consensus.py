@@ -1,0 +1,112 @@
+"""Validation without a reference solution: ``validation = "consensus"`` (beyond the paper:
+its Limitations name data without ground truth).
+
+The M candidate programs of a question vote, CodeT-style: every distinct call of the
+question's generated tests runs on every candidate (one executor batch); the outputs are
+grouped by value (compared as plain data). The consensus answer of a call is the value of
+the largest group, when that group holds at least two candidates and more than half of the
+candidates that ran the call without error; otherwise the call has no consensus.
+
+A test is then valid when its call has a consensus and its assertion holds on the consensus
+answer; a test whose assertion does not hold is corrected to ``== consensus`` and kept
+(invalid, as with the reference); a call without consensus, a duplicate call and an
+unparseable assert are dropped. The returned suites have the shape
+``harness.validity.validate_for_training`` returns, so the trainer does not care which ran.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Mapping, Sequence
+
+from codea1.harness import plaindata
+from codea1.harness.execution import run_jobs
+from codea1.harness.judge import Checker
+from codea1.harness.records import ExecJob, Problem, TestCase
+from codea1.harness.validity import (
+    DUPLICATE,
+    ERROR,
+    MISSING,
+    UNPARSED,
+    VALID,
+    WRONG,
+    ValidatedSuite,
+    call_key,
+    corrected,
+    parse_suite,
+)
+
+
+def consensus_answers(outputs: Sequence[tuple[bool, object]]) -> tuple[bool, object]:
+    """(found, answer) from the candidates' (ran without error, output) pairs."""
+    ran = [value for ok, value in outputs if ok]
+    if not ran:
+        return False, None
+    keys = [json.dumps(plaindata.to_tree(v), sort_keys=True) for v in ran]
+    (key, count), = Counter(keys).most_common(1)
+    if count < 2 or 2 * count <= len(ran):
+        return False, None
+    return True, ran[keys.index(key)]
+
+
+def validate_by_consensus(executor, suites: Mapping[str, tuple[Problem, Sequence[str]]], requested: int,
+                          programs: Mapping[int, Sequence[str]], bench) -> dict[str, ValidatedSuite]:
+    """``suites`` keyed "question/program/suite" (the question index first); ``programs``:
+    each question's candidate programs."""
+    parsed: dict[str, list[TestCase | None]] = {}
+    calls: dict[int, dict[str, TestCase]] = {}  # question -> call key -> a test with that call
+    for key, (problem, sources) in suites.items():
+        parsed[key] = parse_suite(problem, list(sources)[:requested])[0]
+        for test in parsed[key]:
+            if test is not None:
+                calls.setdefault(int(key.split("/")[0]), {}).setdefault(call_key(test), test)
+    problems = {int(key.split("/")[0]): problem for key, (problem, _) in suites.items()}
+    jobs = {}
+    for qi, by_call in calls.items():
+        tests = [TestCase(id=f"c{i}", call=t.call, op="==", expected=None) for i, t in enumerate(by_call.values())]
+        for mi, code in enumerate(programs[qi]):
+            jobs[f"{qi}/{mi}"] = ExecJob(job_id=f"{qi}/{mi}", code=code, tests=tests, entry_point=problems[qi].entry_point,
+                                         prelude=problems[qi].prelude, time_limits=[2.0] * len(tests),
+                                         batch_timeout=10.0, memory_mb=bench.memory_mb, fail_fast=False,
+                                         large_output="value")
+    raws = run_jobs(executor, list(jobs.values()))
+    answers: dict[int, dict[str, tuple[bool, object]]] = {}
+    for qi, by_call in calls.items():
+        answers[qi] = {}
+        for i, key in enumerate(by_call):
+            outputs = []
+            for mi in range(len(programs[qi])):
+                raw = raws[f"{qi}/{mi}"]
+                outcome = raw.outcomes[i] if not raw.load_error and not raw.sandbox_error else None
+                outputs.append((outcome is not None and outcome.status == "ok", outcome.value if outcome else None))
+            answers[qi][key] = consensus_answers(outputs)
+    out = {}
+    for key, tests in parsed.items():
+        qi = int(key.split("/")[0])
+        status, kept, sources, seen = [], [], [], set()
+        for test in tests:
+            if test is None:
+                status.append(UNPARSED)
+                continue
+            ck = call_key(test)
+            if ck in seen:
+                status.append(DUPLICATE)
+                continue
+            seen.add(ck)
+            found, answer = answers[qi][ck]
+            if not found:
+                status.append(ERROR)
+            elif test.expected_source is None and Checker().check(test, answer, test.expected)[0]:
+                status.append(VALID)
+                kept.append(test)
+                sources.append(test.source or "")
+            else:
+                status.append(WRONG)
+                fixed = corrected(test, answer)
+                if fixed is not None:
+                    kept.append(fixed[0])
+                    sources.append(fixed[1])
+        status += [MISSING] * (requested - len(status))
+        out[key] = ValidatedSuite(status, kept, sources, [0.0] * len(kept))
+    return out
