@@ -122,7 +122,8 @@ class PayloadEncoder:
         head = json.dumps({"job_id": job.job_id, "code": job.code, "entry_point": job.entry_point,
                            "prelude": job.prelude, "time_limits": job.time_limits,
                            "batch_timeout": job.batch_timeout, "memory_mb": job.memory_mb,
-                           "fail_fast": job.fail_fast, "large_output": job.large_output}, separators=(",", ":"))
+                           "fail_fast": job.fail_fast, "stop_on_timeout": job.stop_on_timeout,
+                           "large_output": job.large_output}, separators=(",", ":"))
         return head, key, tests_json
 
 

@@ -120,6 +120,9 @@ class ExecJob(_Record):
     batch_timeout: float = 60.0  # whole-job wall limit enforced from outside the child
     memory_mb: int = 4096
     fail_fast: bool = True  # stop at the first test that raises or times out
+    # Without fail_fast: stop at the first timeout all the same (a hanging program's later tests
+    # count as not run, as when one process runs them all under one deadline).
+    stop_on_timeout: bool = False
     # How outputs larger than 64 KiB (encoded) come back: "value", "digest" (SHA-256 of the
     # encoding only: the parent compares it with the reference's digest) or "both".
     large_output: str = "value"

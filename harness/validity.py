@@ -140,45 +140,54 @@ def validate_for_training(executor, suites: Mapping[str, tuple[Problem, Sequence
     """The paper's test validation, one executor batch for every suite: a test is valid when
     it parses, its call is unique within the suite, it runs on the reference and its answer
     is right. A wrong answer is corrected and kept (still invalid); the rest is dropped.
-    Positions beyond what the writer produced, up to ``requested``, are "missing"."""
-    unique: dict[str, tuple[Problem, list[TestCase | str]]] = {}
-    duplicates: dict[str, set[int]] = {}
+    Positions beyond what the writer produced, up to ``requested``, are "missing".
+
+    The suites of one question share most of their asserts (M programs x N suites of K): each
+    distinct assert of a question runs once on its reference, in one job per question."""
+    positions: dict[str, list[tuple[str, TestCase | None]]] = {}  # suite -> (source, test) per position
+    distinct: dict[str, dict[str, TestCase]] = {}  # question -> source -> test
+    problems: dict[str, Problem] = {}
     for key, (problem, sources) in suites.items():
         parsed, _ = parse_suite(problem, list(sources)[:requested])
-        seen, dups = set(), set()
-        for i, test in enumerate(parsed):
+        problems[problem.task_id] = problem
+        seen, row = set(), []
+        for src, test in zip(list(sources)[:requested], parsed):
             if test is not None:
-                k = call_key(test)
-                if k in seen:
-                    dups.add(i)
-                seen.add(k)
-        duplicates[key] = dups
-        # Duplicates are not run: an unparseable stand-in keeps their position.
-        unique[key] = (problem, [src if i not in dups else "" for i, src in enumerate(list(sources)[:requested])])
-    checks = check_suites(executor, unique, memory_mb=memory_mb)
-    out = {}
-    for key, check in checks.items():
-        status, kept, kept_sources, times = [], [], [], []
-        for i, test in enumerate(check.tests):
-            if i in duplicates[key]:
-                status.append(DUPLICATE)
-            elif test is None:
-                status.append(UNPARSED)
-            elif check.valid[i]:
-                status.append(VALID)
-                kept.append(test)
-                kept_sources.append(test.source or "")
-                times.append(check.times[i])
-            elif i in check.usable() and check.reference is not None \
-                    and check.usable()[i] in check.reference.values:  # ran on the reference: wrong answer
-                fixed = corrected(test, check.reference_value(i))
-                status.append(WRONG)
-                if fixed is not None:
-                    kept.append(fixed[0])
-                    kept_sources.append(fixed[1])
-                    times.append(check.times[i])
+                call = call_key(test)
+                if call in seen:
+                    test = DUPLICATE  # a marker: its position is a duplicate call
+                else:
+                    seen.add(call)
+                    distinct.setdefault(problem.task_id, {}).setdefault(src.strip(), test)
+            row.append((src.strip(), test))
+        positions[key] = row
+    checks = check_suites(executor, {task: (problems[task], list(tests.values())) for task, tests in distinct.items()},
+                          memory_mb=memory_mb)
+    verdicts: dict[tuple[str, str], tuple[str, TestCase | None, str, float]] = {}
+    for task, tests in distinct.items():
+        check = checks[task]
+        for i, (src, test) in enumerate(tests.items()):
+            if check.valid[i]:
+                verdicts[(task, src)] = (VALID, test, test.source or src, check.times[i])
+            elif check.reference is not None and check.usable().get(i) in check.reference.values:
+                fixed = corrected(test, check.reference_value(i))  # it ran: a wrong answer
+                verdicts[(task, src)] = (WRONG, *(fixed or (None, "")), check.times[i])
             else:
-                status.append(ERROR)
-        status += [MISSING] * (requested - len(status))
-        out[key] = ValidatedSuite(status, kept, kept_sources, times)
+                verdicts[(task, src)] = (ERROR, None, "", 0.0)
+    out = {}
+    for key, row in positions.items():
+        task = suites[key][0].task_id
+        suite = ValidatedSuite([], [], [], [])
+        for src, test in row:
+            if test is DUPLICATE or test is None:
+                suite.status.append(DUPLICATE if test is DUPLICATE else UNPARSED)
+                continue
+            status, kept, kept_source, took = verdicts[(task, src)]
+            suite.status.append(status)
+            if kept is not None:
+                suite.kept.append(kept)
+                suite.kept_sources.append(kept_source)
+                suite.kept_times.append(took)
+        suite.status += [MISSING] * (requested - len(suite.status))
+        out[key] = suite
     return out

@@ -46,7 +46,8 @@ class CodeRun:
 def run_codes(executor, runs: Mapping[Hashable, tuple[Problem, str, list[TestCase], list[float]]], bench,
               code_timeout: float, budgets: Mapping[Hashable, float] | None = None) -> dict[Hashable, CodeRun]:
     """Every (problem, program, tests, per-test limits) in one executor batch, no early stop
-    (every test's result counts); a program gets ``code_timeout`` seconds for all its tests
+    (every test's result counts) but at a program's first timeout (as the authors' sandbox
+    template: one process, one deadline; the tests after it count as not passed); a program gets ``code_timeout`` seconds for all its tests
     (``budgets[key]`` where given). Identical (program, tests) pairs run once."""
     jobs: dict[str, ExecJob] = {}
     job_of: dict[Hashable, str] = {}
@@ -61,7 +62,8 @@ def run_codes(executor, runs: Mapping[Hashable, tuple[Problem, str, list[TestCas
                                    prelude=problem.prelude, time_limits=limits,
                                    batch_timeout=min(batch_timeout(limits),
                                                      (budgets or {}).get(key, code_timeout) + 5.0),
-                                   memory_mb=bench.memory_mb, fail_fast=False, large_output="value")
+                                   memory_mb=bench.memory_mb, fail_fast=False, stop_on_timeout=True,
+                                   large_output="value")
     raws = run_jobs(executor, list(jobs.values()))
     out = {}
     for key, (problem, code, tests, _) in runs.items():

@@ -183,8 +183,8 @@ def load_config(plugins, path: str, sets: list[str], out: str, overwrite: bool =
             raise ConfigError(f"{path}: [policies.{role}] is missing: trainer {train.trainer!r} trains {role}")
         own = {k: table.pop(k, default) for k, default in POLICY_KEYS.items()}
         backend = plugins.backends.get(own["backend"])
-        plugin_options(backend, table, path, f"policies.{role}")
-        policies[role] = {**own, **table}
+        resolved = plugin_options(backend, table, path, f"policies.{role}")
+        policies[role] = {**own, **(dataclasses.asdict(resolved) if resolved is not None else {})}
     evaluation = raw.get("evaluation", {})
     for kind, cls in (("code", CodeEvaluation), ("tests", TestsEvaluation)):
         for i, entry in enumerate(evaluation.get(kind, [])):

@@ -214,7 +214,7 @@ def _run(job: dict, channel: _Channel) -> None:
             channel.send_ok(i, text, took, large_output)
         except _TestTimeout:
             channel.send({"i": i, "s": "timeout", "e": f"exceeded {limits[i]:.3g}s", "t": time.perf_counter() - start})
-            if job.get("fail_fast", True):
+            if job.get("fail_fast", True) or job.get("stop_on_timeout", False):
                 break
         except BaseException as exc:  # noqa: BLE001 - SystemExit/KeyboardInterrupt are failures too
             channel.send({"i": i, "s": "exception", "e": _describe(exc), "t": time.perf_counter() - start})

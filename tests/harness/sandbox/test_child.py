@@ -92,3 +92,23 @@ def test_values_passed_back_to_the_program_are_its_own(executor):
             "def f(x):\n    return make(x)\n")
     assert run_code(executor, code, "assert unwrap(make(7)) == 7", "unwrap")[0].status == "pass"
     assert run_code(executor, code, "assert unwrap(box=make(7)) == 7", "unwrap")[0].status == "pass"
+
+
+def test_a_job_can_stop_at_its_first_timeout_without_failing_fast(executor):
+    """fail_fast off, stop_on_timeout on (the trainers' mode): a failed test does not stop the
+    job, a timeout does, and the tests after it count as not run."""
+    from codea1.harness.asserts import parse_asserts
+    from codea1.harness.execution import run_jobs
+    from codea1.harness.judge import judge
+    from codea1.harness.records import ExecJob
+
+    code = "def f(x):\n    while x == 2:\n        pass\n    return x\n"
+    tests, _ = parse_asserts("assert f(0) == 1\nassert f(1) == 1\nassert f(2) == 2\nassert f(3) == 3", "f")
+    statuses = {}
+    for stop in (True, False):
+        job = ExecJob(job_id=f"stop-{stop}", code=code, tests=tests, entry_point="f", time_limits=[0.5] * 4,
+                      batch_timeout=10, fail_fast=False, stop_on_timeout=stop)
+        raw = run_jobs(executor, [job])[job.job_id]
+        statuses[stop] = [t.status for t in judge("t", 0, job, raw).tests]
+    assert statuses[True] == ["fail", "pass", "timeout", "not_run"]
+    assert statuses[False] == ["fail", "pass", "timeout", "pass"]
