@@ -160,7 +160,7 @@ class SelfPlayTrainer(Trainer):
                 "mistake_book": {"size": self.book.size(), "added": added, "removed": removed},
                 "zero_variance_groups": {"code": code_groups.zero_variance_groups, "tests": test_groups.zero_variance_groups},
                 "sandbox_error_groups": {"code": code_groups.sandbox_error_groups, "tests": test_groups.sandbox_error_groups},
-                **update_stats("policy", stats), "timing": {k: round(v, 3) for k, v in timing.items()}}
+                **update_stats("code", stats), "timing": {k: round(v, 3) for k, v in timing.items()}}
 
     def save(self, directory):
         self.book.save(directory / "mistake_book.json")

@@ -172,7 +172,7 @@ def test_golden_tests_and_self_play_run(warm, tmp_path):
                                           "policies.code": {"model": str(warm["code"] / "export" / "code"),
                                                             "max_tokens": 128, "lr": 1e-4}})
     log = rows(play)
-    assert len(log) == 2 and all(r["policy_responses"] == 2 * 4 + 2 * 4 for r in log)  # codes and suites, one update
+    assert len(log) == 2 and all(r["code_responses"] == 2 * 4 + 2 * 4 for r in log)  # codes and suites, one update
     assert (play / "mistake_book" / "step-000002.json").exists()
 
 
@@ -227,3 +227,17 @@ def test_config_mistakes_name_the_file_section_and_key(warm, tmp_path, capsys):
     book = tmp_path / "o" / "mistake_book" / "step-000001.json"
     assert main(["mistake-book", "show", str(book)]) == 0
     assert "questions," in capsys.readouterr().out
+
+
+def test_every_shipped_config_loads(plugins):
+    """trainers/configs/*.toml: each one names known plugins and valid keys."""
+    from conftest import ROOT
+
+    from codea1.harness.flows.train import load_config
+
+    configs = sorted((ROOT / "trainers" / "configs").glob("*.toml"))
+    assert {p.stem for p in configs} >= {"demo-sft-code", "demo-sft-tests", "demo-code-a1", "demo-golden-tests",
+                                         "demo-self-play", "paper-1.5b", "paper-7b"}
+    for path in configs:
+        cfg = load_config(plugins, str(path), [], "/nonexistent/out")
+        assert cfg.settings["train"]["trainer"] in plugins.trainers.names(), path
