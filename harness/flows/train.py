@@ -336,7 +336,7 @@ def resume(run: Run, trainer, context: TrainContext, out: Path) -> int:
         kept = rows[:steps_done]
         run.store.rows_path.write_text("".join(json.dumps(r, separators=(",", ":"), default=str) + "\n" for r in kept))
     for path in (out / "mistake_book").glob("step-*.json"):
-        if int(path.stem.split("-")[1]) >= steps_done:
+        if int(path.stem.split("-")[1]) > steps_done:  # step-N is the book after N steps
             path.unlink()
     return steps_done
 

@@ -132,8 +132,8 @@ def test_code_a1_runs_with_real_signal(warm, tmp_path):
 
 
 def test_code_a1_resumes_after_sigkill_exactly(warm, tmp_path):
-    """Killed mid-run (after its first step landed, in the second), then --resume: the step
-    log (timings aside) and every Mistake Book file equal an uninterrupted run's."""
+    """Killed mid-run (its first checkpoint whole, in the second step), then --resume: the
+    step log (timings aside) and every Mistake Book file equal an uninterrupted run's."""
     sections = code_a1(warm, steps=3)
     whole = train(tmp_path, "whole", sections)
     config = write_config(tmp_path / "killed.toml", sections)
@@ -141,9 +141,9 @@ def test_code_a1_resumes_after_sigkill_exactly(warm, tmp_path):
     cmd = [*codea1_command(), "train", "--config", str(config), "--out", str(out), "--no-progress"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
-        while proc.poll() is None and not ((out / "steps.jsonl").exists() and (out / "steps.jsonl").read_text()):
+        while proc.poll() is None and not (out / "checkpoints" / "step-000001" / "state.json").exists():
             time.sleep(0.05)
-        os.killpg(proc.pid, signal.SIGKILL)  # the run and its sandbox workers, mid-way through step 2
+        os.killpg(proc.pid, signal.SIGKILL)  # the run and its sandbox workers, in step 2 (checkpoint 1 whole)
     finally:
         proc.wait()
     assert proc.returncode == -signal.SIGKILL, "the run ended before it could be killed"

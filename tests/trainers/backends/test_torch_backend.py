@@ -51,14 +51,18 @@ def test_on_policy_loss_is_minus_the_token_mean_of_the_advantages(plugins, tiny_
 
 
 def test_micro_batches_add_up_to_the_full_batch_even_with_a_partial_last_one(plugins, tiny_model):
-    """Five responses as one micro-batch, or as 2 + 2 + 1: the same gradient, the same step."""
+    """Five responses as one micro-batch, or as 2 + 2 + 1: the same accumulated gradient (the
+    batch's token mean) and the same loss. (Compared before the optimiser: Adam's first step
+    is about lr x sign(g), so float-order noise in near-zero gradients would flip signs.)"""
     results = []
     for micro in (5, 2):
         b = backend(plugins, tiny_model, micro_batch_size=micro, lr=1e-3)
         samples = [s for row in b.generate(PROMPTS, 3, SAMPLING, seed=3) for s in row][:5]
         stats = b.update(samples, [0.0] * 5, [1.0, -1.0, 0.5, -0.5, 0.25])
-        results.append((params(b), stats))
-    assert torch.allclose(results[0][0], results[1][0], atol=1e-6)
+        grads = torch.cat([p.grad.flatten() for p in b.model.parameters() if p.grad is not None])
+        results.append((grads, stats))
+    assert results[0][0].abs().max() > 0
+    assert torch.allclose(results[0][0], results[1][0], rtol=1e-4, atol=1e-7)
     assert results[0][1]["loss"] == pytest.approx(results[1][1]["loss"], abs=1e-6)
 
 
