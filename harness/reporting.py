@@ -1,15 +1,102 @@
-"""Reporter plugin base: turns run directories into tables and pages.
+"""Reporter plugin base, and the comparison a reporter receives.
 
-The report flow reads the results of evaluate, evaluate-tests, tts and train runs into one
-comparison (tables and figures); each reporter writes it in its own format (Markdown, CSV,
-LaTeX, HTML, or a third party's: a W&B exporter, say). Reporters never change the runs
-they read. Register through ``codea1_register_reporters``.
+The report flow (``codea1.harness.flows.report``) reads the results of evaluate,
+evaluate-tests, tts and train runs (and evalplus' ``*_eval_results.json``) into one
+``Report``: tables (pandas DataFrames, one row per run label), figures (PNG bytes),
+per-task details and warnings. Each reporter writes it in its own format (Markdown, CSV,
+LaTeX, HTML, or a third party's: a W&B exporter, say). Reporters never change the runs they
+read, and never recompute a figure: every number, rank, delta and mark is in the Report, so
+all formats agree. Register through ``codea1_register_reporters``.
+
+A reporter::
+
+    from codea1.api import Reporter, hookimpl
+
+    class JsonReporter(Reporter):
+        name = "json"
+        description = "the tables as JSON"
+        def write(self, report, out_dir):
+            path = out_dir / "report.json"
+            path.write_text(json.dumps({t.name: t.frame.to_dict() for t in report.tables}))
+            return [path]
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+
+@dataclass
+class Table:
+    """One comparison table. ``frame``: rows are run labels (the index), columns are plain
+    strings; numeric cells of ``metric_columns`` are fractions in [0, 1] (shown as
+    percentages), other columns are text or plain numbers. ``ranks[(row, column)]`` is 1
+    (best: bold) or 2 (second: underlined) among complete rows; ``deltas`` holds, for metric
+    columns, the row minus the baseline row (fractions; None without a baseline);
+    ``marks[(row, column)]`` a footnote mark (a dagger: data differs from the column's
+    first run); ``status[row]`` is "complete", "interrupted" or "in progress"."""
+
+    name: str
+    title: str
+    frame: Any
+    metric_columns: list[str] = field(default_factory=list)
+    ranks: dict[tuple[str, str], int] = field(default_factory=dict)
+    deltas: Any = None
+    marks: dict[tuple[str, str], str] = field(default_factory=dict)
+    status: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def row_label(self, row: str) -> str:
+        """The row's label, with its status when the run is not complete."""
+        state = self.status.get(row, "complete")
+        return row if state == "complete" else f"{row} ({state})"
+
+    def cell(self, row: str, column: str, digits: int = 2) -> str:
+        """The cell as text: a metric as a percentage with the delta against the baseline in
+        points, "+1.20" (the mark, if any, follows); other values as they are; "" when
+        missing. The rank is not in the text: each format marks it its own way."""
+        value = self.frame.at[row, column]
+        if value is None or (isinstance(value, float) and value != value):
+            return ""
+        if column not in self.metric_columns:
+            if isinstance(value, float):
+                return str(int(value)) if value.is_integer() else f"{value:.4g}"
+            return str(value)
+        text = f"{100 * float(value):.{digits}f}"
+        if self.deltas is not None and row in self.deltas.index and column in self.deltas.columns:
+            delta = self.deltas.at[row, column]
+            if delta is not None and delta == delta:
+                text += f" ({100 * float(delta):+.{digits}f})"
+        return text + self.marks.get((row, column), "")
+
+    def header(self, column: str) -> str:
+        return f"{column} (%)" if column in self.metric_columns else column
+
+
+@dataclass
+class Figure:
+    """A PNG image (``png``: its bytes) with a title and a file-safe name."""
+
+    name: str
+    title: str
+    png: bytes
+
+
+@dataclass
+class Report:
+    """Everything a reporter writes. ``runs`` is the table of the runs read (label, kind,
+    benchmark, status, data digest, path); ``details`` are per-task tables shown on demand
+    (which tasks a run fails that the baseline passes, and every task's pass rate)."""
+
+    title: str
+    runs: Table
+    tables: list[Table]
+    figures: list[Figure] = field(default_factory=list)
+    details: list[Table] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    baseline: str | None = None
 
 
 class Reporter:
@@ -19,7 +106,9 @@ class Reporter:
     name = ""
     description = ""
 
-    def write(self, report: Any, out_dir: Path) -> list[Path]:
-        """Write ``report`` (the comparison the report flow assembled) under ``out_dir``;
-        return the files written."""
+    def __init__(self, options: Any = None):
+        self.options = options
+
+    def write(self, report: Report, out_dir: Path) -> list[Path]:
+        """Write ``report`` under ``out_dir`` (it exists); return the files written."""
         raise NotImplementedError

@@ -15,7 +15,10 @@ Closing the run closes the executor it created.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar, Sequence
 
 from codea1.harness.errors import ConfigError
@@ -64,6 +67,30 @@ def create_benchmark(plugins, name: str, data: str | None, options: dict[str, st
     return plugins.benchmarks.create(name, {**options, **({"data": data} if data else {})})
 
 
+def data_digest(bench, problems: dict[str, Problem]) -> dict[str, str]:
+    """What data a run read, so that runs on different data are not compared as equals:
+    sha256 and md5 of the data file (md5 of the file is what evalplus records as the "hash"
+    of its results), or of every file under a data directory; without a data path (the
+    benchmark's own or embedded data), sha256 of the loaded tasks' ids, prompts and
+    references."""
+    data = getattr(bench.options, "data", None)
+    sha, md5 = hashlib.sha256(), hashlib.md5()
+    if data and Path(data).exists():
+        root = Path(data)
+        files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
+        for path in files:
+            if root.is_dir():
+                sha.update(str(path.relative_to(root)).encode() + b"\0")
+            with open(path, "rb") as fh:
+                for chunk in iter(lambda: fh.read(1 << 20), b""):
+                    sha.update(chunk)
+                    md5.update(chunk)
+        return {"sha256": sha.hexdigest(), "md5": md5.hexdigest()} if root.is_file() else {"sha256": sha.hexdigest()}
+    for p in problems.values():
+        sha.update(json.dumps([p.task_id, p.prompt, p.reference], default=str).encode() + b"\0")
+    return {"tasks_sha256": sha.hexdigest()}
+
+
 def select_tasks(problems: Sequence[Problem], tasks: Sequence[str] | None, limit: int | None,
                  benchmark: str) -> list[Problem]:
     """The problems ``--tasks`` names (in benchmark order), then the first ``--limit``."""
@@ -101,19 +128,21 @@ class Run:
     def start(self, environment: dict[str, Any] | None = None, **config: Any) -> RunStore:
         """Write config.json (the config record, updated with ``config``: resolved paths,
         prompt texts) and environment.json, then announce the run."""
-        record = {**self.cfg.record(), **config}
+        record = {**self.cfg.record(), "data_digest": data_digest(self.bench, self.all_problems), **config}
         self.store = RunStore(self.cfg.out, record, self.cfg.IDENTITY, overwrite=self.cfg.overwrite,
                               rows_name=self.cfg.rows_file())
         extra = dict(environment or {})
         if self.executor is not None:
             extra["executor"] = self.executor.info()
         self.store.write_environment(extra)
+        self.store.mark_running()
         self.plugins.hook.codea1_run_started(config=self.store.config, out_dir=str(self.store.dir))
         return self.store
 
     def finish(self, results: dict[str, Any]) -> dict[str, Any]:
         """Write results.json and announce the end of the run."""
         self.store.write_results(results)
+        self.store.mark_finished()
         self.plugins.hook.codea1_run_finished(results=results, out_dir=str(self.store.dir))
         return results
 

@@ -1,6 +1,8 @@
 """The run directory: config.json, environment.json, a rows file (verdicts.jsonl, tasks.jsonl,
-samples.jsonl, ...; one row appended per finished unit), results.json (at the end).
-Rerunning the same command resumes; ``overwrite`` starts over. Nothing ever prompts."""
+samples.jsonl, ...; one row appended per finished unit), results.json (at the end), and
+running.json while a process works on it (its pid and start time: a report tells a run in
+progress from one that was interrupted). Rerunning the same command resumes; ``overwrite``
+starts over. Nothing ever prompts."""
 
 from __future__ import annotations
 
@@ -19,8 +21,36 @@ PACKAGES = ("codea1", "pluggy", "evalplus", "bigcodebench", "numpy", "pandas", "
             "vllm", "ray", "openrlhf", "cosmic-ray", "coverage", "sandbox-fusion")
 
 
+RUNNING = "running.json"
+
+
 class RunStoreError(Codea1Error):
     pass
+
+
+def process_start(pid: int) -> str | None:
+    """The process's start time in clock ticks since boot (/proc/PID/stat field 22): with the
+    pid, it names one process, even after the pid is reused."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def run_status(run_dir: Path) -> str:
+    """"complete" (results.json, nobody working on it), "in progress" (its process runs) or
+    "interrupted" (no results.json, or its process is gone without finishing)."""
+    marker = run_dir / RUNNING
+    if marker.exists():
+        try:
+            owner = json.loads(marker.read_text())
+        except (OSError, json.JSONDecodeError):
+            return "interrupted"
+        alive = owner.get("host") == platform.node() and owner.get("process_start") is not None \
+            and process_start(int(owner.get("pid", 0))) == owner.get("process_start")
+        return "in progress" if alive else "interrupted"
+    return "complete" if (run_dir / "results.json").exists() else "interrupted"
 
 
 def environment() -> dict[str, Any]:
@@ -54,7 +84,7 @@ class RunStore:
         self.rows_path = self.dir / rows_name  # one JSON row per finished unit, appended
         self.config_path = self.dir / "config.json"
         if overwrite:
-            for name in (rows_name, "results.json", "config.json", "environment.json"):
+            for name in (rows_name, "results.json", "config.json", "environment.json", RUNNING):
                 (self.dir / name).unlink(missing_ok=True)
         elif self.config_path.exists():
             try:
@@ -72,6 +102,15 @@ class RunStore:
         tmp = path.with_suffix(path.suffix + ".tmp")
         tmp.write_text(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
         os.replace(tmp, path)
+
+    def mark_running(self) -> None:
+        """running.json: this process works on the run (removed by ``mark_finished``; left
+        behind by a crash or a kill, where its pid no longer runs)."""
+        self._write_json(self.dir / RUNNING, {"pid": os.getpid(), "host": platform.node(),
+                                              "process_start": process_start(os.getpid())})
+
+    def mark_finished(self) -> None:
+        (self.dir / RUNNING).unlink(missing_ok=True)
 
     def write_environment(self, extra: dict[str, Any]) -> None:
         self._write_json(self.dir / "environment.json", {**environment(), **extra})

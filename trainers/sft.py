@@ -8,7 +8,10 @@ the benchmark's questions.
   cosmic-ray's order, that a golden test kills) or the programs of a samples file
   (``candidates = PATH``: the first that fails). A question without a failing candidate or
   without golden asserts gives no pair.
-* ``role = "code"`` (a warm start): the code prompt to the reference in a python block.
+* ``role = "code"`` (a warm start): the code prompt to the reference in a python block;
+  with ``code_targets = "reference-and-mutant"`` also to the question's failing candidate
+  (as above), so the policy writes the right program about half the time and a near miss
+  otherwise: a start that reinforcement learning has something to choose from.
 
 One step: the pairs of the step's questions, one supervised update (mean token
 cross-entropy of the targets).
@@ -34,10 +37,13 @@ class SFTOptions:
     prompt: str = ""  # default: test-sft for tests, code for code
     candidates: str = "mutants"
     max_mutants: int = 30
+    code_targets: str = "reference"
 
     def __post_init__(self):
         if self.role not in ("tests", "code"):
             raise ValueError(f"role must be 'tests' or 'code', not {self.role!r}")
+        if self.code_targets not in ("reference", "reference-and-mutant"):
+            raise ValueError(f"code_targets must be 'reference' or 'reference-and-mutant', not {self.code_targets!r}")
         if self.k < 1 or self.max_mutants < 1:
             raise ValueError("k and max_mutants must be at least 1")
 
@@ -73,7 +79,12 @@ class SFTTrainer(Trainer):
     def pairs(self, questions) -> list[tuple[list[dict[str, str]], str]]:
         o = self.options
         if o.role == "code":
-            return [(prompt_messages(o.prompt or "code", q), f"```python\n{q.reference.strip()}\n```") for q in questions]
+            out = [(prompt_messages(o.prompt or "code", q), f"```python\n{q.reference.strip()}\n```") for q in questions]
+            if o.code_targets == "reference-and-mutant":
+                self._find_candidates(questions)
+                out += [(prompt_messages(o.prompt or "code", q), f"```python\n{self.candidates[q.task_id].strip()}\n```")
+                        for q in questions if self.candidates.get(q.task_id)]
+            return out
         self._find_candidates(questions)
         out = []
         for q in questions:

@@ -303,6 +303,7 @@ def mutants_stage(run: Run, cfg: EvaluateTestsConfig, staged: dict[str, Staged],
 
 
 def tests_results(plugins, records: dict[str, TaskRecord], ks: list[int], cfg: EvaluateTestsConfig) -> dict:
+    records = dict(sorted(records.items()))  # sums in task order: the same figures, to the last bit, every run
     metrics, notes = {}, {}
     ordered = [plugins.metrics.create(n) for n in plugins.metrics.of_type(TestMetric)]
     for k in ks:

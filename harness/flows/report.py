@@ -1,0 +1,563 @@
+"""``codea1 report``: the paper's comparison tables and training figures from run directories.
+
+Stages, top to bottom:
+
+1. read: each RUN is a run directory of evaluate, evaluate-tests, tts or train (its
+   config.json says which), or evalplus' ``*_eval_results.json`` (a file, or a directory
+   holding one). Its status comes from the run store: complete, in progress (its process
+   still runs) or interrupted. Nothing is written into a run directory.
+2. label: a run's label is its directory name, or what ``--name RUN=LABEL`` says. Runs
+   with the same label are one row (a model evaluated on several benchmarks); two runs of
+   one label filling the same cell are refused.
+3. tables (pandas): code generation (per benchmark avg@k and pass@k, and their Avg over
+   the benchmarks a row has all of), test generation (test-pass@k, mut@k, coverage@k,
+   Mul@k), Best-of-N (tts), training (the last step of each train run, its last evaluation,
+   and the trainer options that differ between runs: the ablations). Per metric column,
+   best bold and second underlined among complete runs; deltas against ``--baseline``;
+   a run on other data than the column's first run (data digest) is marked with a dagger
+   and named in the warnings (``--strict`` refuses instead); an incomplete run shows its
+   status beside its label, takes no rank, and shows no figure it has not finished.
+4. figures (matplotlib, Agg): rewards of both policies over steps, pass rates on new,
+   historical and golden tests, the Mistake Book's size, additions and removals,
+   evaluation metrics over steps, per-benchmark bars, Best-of-N curves (``tts --curves``),
+   the alpha sweep of a set of train runs.
+5. details: per benchmark, every task's pass rate per row, and the tasks a row fails that
+   the baseline passes.
+6. write: each ``--format`` through its reporter plugin into ``--out``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from codea1.harness.errors import Codea1Error, ConfigError
+from codea1.harness.registry import did_you_mean
+from codea1.harness.reporting import Figure, Report, Table
+from codea1.harness.runstore import run_status
+
+KINDS = ("evaluate", "evaluate-tests", "tts", "train", "evalplus")
+# Last-step figures of a train run shown in the training table (those the step log has).
+TRAIN_COLUMNS = ("reward_code", "reward_test", "reward_valid", "reward_adv", "pass_rate_new", "pass_rate_hist",
+                 "pass_rate_golden")
+# Trainer options that tell the runs of an ablation set apart (only those that differ are shown).
+ABLATION_KEYS = ("alpha", "reward_variant", "mistake_book", "referable_code", "predicted_answer", "validation",
+                 "m", "n", "k", "topvar")
+
+
+class ReportError(Codea1Error):
+    pass
+
+
+@dataclass
+class ReportConfig:
+    runs: list[str]
+    out: str
+    formats: list[str] = field(default_factory=lambda: ["md", "csv", "tex", "html"])
+    baseline: str | None = None
+    names: dict[str, str] = field(default_factory=dict)
+    title: str = "codea1 report"
+    strict: bool = False
+    overwrite: bool = False
+
+
+@dataclass
+class RunData:
+    """One run as the report reads it."""
+
+    path: Path
+    label: str
+    kind: str
+    benchmark: str
+    status: str
+    digest: dict[str, str]
+    metrics: dict[str, float | None] = field(default_factory=dict)
+    tasks: dict[str, float] = field(default_factory=dict)  # per task: pass rate (evaluate, evalplus)
+    steps: list[dict] = field(default_factory=list)  # train: the step log
+    config: dict = field(default_factory=dict)
+    curves: dict[str, float] = field(default_factory=dict)  # tts --curves
+
+
+# -- 1. read ---------------------------------------------------------------------------------
+
+def read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except OSError as exc:
+        raise ReportError(f"{path}: {exc.strerror}") from None
+    except json.JSONDecodeError as exc:
+        raise ReportError(f"{path}:{exc.lineno}: not JSON ({exc.msg})") from None
+
+
+def read_run(given: str, label: str) -> RunData:
+    path = Path(given)
+    if path.is_file() and path.name.endswith("_eval_results.json"):
+        return read_evalplus(path, label)
+    if not path.is_dir():
+        raise ReportError(f"{given}: no such run directory or evalplus *_eval_results.json file")
+    if not (path / "config.json").exists():
+        found = sorted(path.glob("*_eval_results.json"))
+        if len(found) == 1:
+            return read_evalplus(found[0], label)
+        raise ReportError(f"{given}: not a run directory (no config.json) nor a directory holding one evalplus "
+                          f"*_eval_results.json")
+    config = read_json(path / "config.json")
+    kind = config.get("command")
+    if kind not in KINDS:
+        raise ReportError(f"{path / 'config.json'}: field 'command': {kind!r} runs are not reported "
+                          f"(reported: {', '.join(KINDS[:-1])}){did_you_mean(str(kind), KINDS[:-1])}")
+    status = run_status(path)
+    results = read_json(path / "results.json") if status == "complete" else {}
+    digest = config.get("data_digest") or {}
+    if kind == "train":
+        from codea1.harness.jsonl import appended_rows
+
+        steps = appended_rows(path / "steps.jsonl", lambda row: row, ReportError, hint="", repair=False) \
+            if (path / "steps.jsonl").exists() else []
+        return RunData(path, label, kind, config.get("benchmark", {}).get("name", ""), status, digest,
+                       steps=steps, config=config)
+    run = RunData(path, label, kind, config.get("benchmark", ""), status, digest, config=config,
+                  metrics={k: v for k, v in results.get("metrics", {}).items()},
+                  curves=results.get("curves", {}))
+    if kind == "evaluate":
+        run.tasks = {t: r["passed"] / r["n"] for t, r in results.get("tasks", {}).items() if r.get("n")}
+    return run
+
+
+def read_evalplus(path: Path, label: str) -> RunData:
+    """evalplus' results: per task a list of samples with base_status and plus_status; a
+    sample passes when both are "pass" (HumanEval+ / MBPP+ "plus"); "base:" figures from the
+    base tests alone. The dataset hash evalplus records is the md5 of its data file."""
+    from codea1.harness.formulas import pass_at_k
+
+    doc = read_json(path)
+    if not isinstance(doc, dict) or not isinstance(doc.get("eval"), dict):
+        raise ReportError(f"{path}: field 'eval': expected evalplus results (task id -> samples)")
+    plus, base = {}, {}
+    for task_id, samples in doc["eval"].items():
+        if not isinstance(samples, list) or not samples:
+            raise ReportError(f"{path}: field 'eval.{task_id}': expected a non-empty list of samples")
+        try:
+            base[task_id] = [s["base_status"] == "pass" for s in samples]
+            plus[task_id] = [s["base_status"] == "pass" and s.get("plus_status") == "pass" for s in samples]
+        except (KeyError, TypeError):
+            raise ReportError(f"{path}: field 'eval.{task_id}': samples need 'base_status'") from None
+    first = next(iter(doc["eval"]), "")
+    benchmark = "humaneval+" if first.startswith("HumanEval/") else "mbpp+" if first.startswith("Mbpp/") else "evalplus"
+    n = min(len(v) for v in plus.values()) if plus else 0
+    metrics: dict[str, float | None] = {}
+    if plus:
+        for name, table in (("", plus), ("base:", base)):
+            metrics[f"{name}pass@1"] = sum(pass_at_k(len(v), sum(v), 1) for v in table.values()) / len(table)
+        metrics[f"avg@{n}"] = sum(sum(v[:n]) / n for v in plus.values()) / len(plus)
+    digest = {"md5": doc["hash"]} if isinstance(doc.get("hash"), str) else {}
+    return RunData(path, label, "evalplus", benchmark, "complete", digest, metrics=metrics,
+                   tasks={t: sum(v) / len(v) for t, v in plus.items()})
+
+
+# -- 2. labels -------------------------------------------------------------------------------
+
+def labels_for(runs: list[str], names: dict[str, str]) -> list[str]:
+    """--name RUN=LABEL, else the directory's (or file's) name; two different runs that would
+    get the same default label get their parent's name in front."""
+    resolved = {str(Path(r).resolve()): r for r in runs}
+    named = {}
+    for key, label in names.items():
+        hit = resolved.get(str(Path(key).resolve()))
+        if hit is None:
+            raise ConfigError(f"--name {key}={label}: {key!r} is not one of the runs{did_you_mean(key, runs)}")
+        named[hit] = label
+    defaults = [Path(r).resolve().name.removesuffix("_eval_results.json") for r in runs]
+    out = []
+    for r, default in zip(runs, defaults):
+        if r in named:
+            out.append(named[r])
+        elif defaults.count(default) > 1:
+            out.append(f"{Path(r).resolve().parent.name}/{default}")
+        else:
+            out.append(default)
+    return out
+
+
+# -- 3. tables -------------------------------------------------------------------------------
+
+def is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value)
+
+
+def metric_table(name: str, title: str, runs: list[RunData], avg: bool = False):
+    """One row per label, one column per (benchmark, metric); runs still going or broken
+    off show their status and no figure. Returns the table and which run filled each cell
+    (None, {} without runs)."""
+    import pandas as pd
+
+    if not runs:
+        return None, {}
+    cells: dict[str, dict[str, Any]] = {}
+    owner: dict[tuple[str, str], RunData] = {}
+    columns: list[str] = []
+    status: dict[str, str] = {}
+    for run in runs:
+        row = cells.setdefault(run.label, {})
+        if run.status != "complete":
+            status[run.label] = run.status
+        for metric, value in run.metrics.items():
+            if ":" in metric:  # base: / plus: groups stay in results.json
+                continue
+            column = f"{run.benchmark} {metric}"
+            if (run.label, column) in owner:
+                raise ReportError(f"{owner[(run.label, column)].path} and {run.path} both fill row {run.label!r}, "
+                                  f"column {column!r}: give one of them another label with --name")
+            owner[(run.label, column)] = run
+            if column not in columns:
+                columns.append(column)
+            row[column] = float(value) if is_number(value) else None
+        status.setdefault(run.label, run.status)
+    columns.sort(key=lambda c: (c.split(" ")[0], metric_order(c.split(" ", 1)[1])))
+    if avg:
+        by_metric: dict[str, list[str]] = {}
+        for c in columns:
+            by_metric.setdefault(c.split(" ", 1)[1], []).append(c)
+        for metric, cols in by_metric.items():
+            if len(cols) < 2:
+                continue
+            columns.append(f"Avg {metric}")
+            for label, row in cells.items():
+                values = [row.get(c) for c in cols]
+                row[f"Avg {metric}"] = sum(values) / len(values) if all(is_number(v) for v in values) else None
+    frame = pd.DataFrame.from_dict(cells, orient="index", columns=columns).astype(object)
+    frame = frame.where(frame.notna(), None)
+    table = Table(name, title, frame, metric_columns=list(columns), status=status)
+    return table, owner
+
+
+def metric_order(metric: str) -> tuple:
+    head, _, k = metric.partition("@")
+    order = ["avg", "pass", "test-pass", "mut", "coverage", "branch-coverage", "Mul", "best_of_n", "avg_at_m", "oracle"]
+    return (order.index(head) if head in order else len(order), int(k) if k.isdigit() else 0, metric)
+
+
+def training_table(runs: list[RunData]) -> Table | None:
+    import pandas as pd
+
+    if not runs:
+        return None
+    options = {r.label: r.config.get("trainer", {}) for r in runs}
+    trainers = {r.label: r.config.get("train", {}).get("trainer", "") for r in runs}
+    # an option is an ablation axis when runs of one trainer disagree on it
+    differing = [k for k in ABLATION_KEYS
+                 if any(len({json.dumps(options[r.label].get(k)) for r in runs if trainers[r.label] == t}) > 1
+                        for t in set(trainers.values()))]
+    cells, columns, metric_columns, status = {}, ["trainer", *differing, "steps"], [], {}
+    for run in runs:
+        if run.label in cells:
+            raise ReportError(f"two train runs are labelled {run.label!r} ({run.path}): give one another with --name")
+        last = run.steps[-1] if run.steps else {}
+        row = {"trainer": trainers[run.label], "steps": len(run.steps),
+               **{k: options[run.label][k] if isinstance(options[run.label].get(k), (int, float, str))
+                  else json.dumps(options[run.label][k]) for k in differing if k in options[run.label]}}
+        for key in TRAIN_COLUMNS:
+            if is_number(last.get(key)):
+                row[key] = float(last[key])
+                if key not in metric_columns:
+                    metric_columns.append(key)
+        if is_number((last.get("mistake_book") or {}).get("size")):
+            row["mistake_book_size"] = last["mistake_book"]["size"]
+        evaluated = [s for s in run.steps if s.get("evaluation")]
+        if evaluated:
+            for where, metrics in evaluated[-1]["evaluation"].items():
+                for metric, value in metrics.items():
+                    column = f"eval {where} {metric}"
+                    if is_number(value):
+                        row[column] = float(value)
+                        if column not in metric_columns:
+                            metric_columns.append(column)
+        cells[run.label] = row
+        status[run.label] = run.status
+    metric_columns.sort(key=lambda c: (c.startswith("eval"), TRAIN_COLUMNS.index(c) if c in TRAIN_COLUMNS else 0, c))
+    extra = ["mistake_book_size"] if any("mistake_book_size" in r for r in cells.values()) else []
+    frame = pd.DataFrame.from_dict(cells, orient="index", columns=columns + metric_columns + extra).astype(object)
+    frame = frame.where(frame.notna(), None)
+    table = Table("training", "Training (last step; last evaluation)", frame, metric_columns=metric_columns,
+                  status=status)
+    table.notes.append("Rewards and pass rates of the last step in the step log; eval columns: the last "
+                       "evaluation of the policies during training (fractions shown in %).")
+    if differing:
+        table.notes.append(f"Trainer options that differ between these runs: {', '.join(differing)}.")
+    return table
+
+
+def rank(table: Table) -> None:
+    """Best (1) and second (2) per metric column among complete rows; higher is better. Ties
+    share a rank."""
+    for column in table.metric_columns:
+        values = sorted({table.frame.at[row, column] for row in table.frame.index
+                         if table.status.get(row, "complete") == "complete" and is_number(table.frame.at[row, column])},
+                        reverse=True)
+        if len(values) < 2:
+            continue
+        for row in table.frame.index:
+            value = table.frame.at[row, column]
+            if table.status.get(row, "complete") == "complete" and is_number(value) and value in values[:2]:
+                table.ranks[(row, column)] = values.index(value) + 1
+
+
+def deltas(table: Table, baseline: str | None) -> None:
+    import pandas as pd
+
+    if baseline is None or baseline not in table.frame.index:
+        return
+    out = pd.DataFrame(index=table.frame.index, columns=table.metric_columns, dtype=object)
+    for column in table.metric_columns:
+        base = table.frame.at[baseline, column]
+        for row in table.frame.index:
+            value = table.frame.at[row, column]
+            out.at[row, column] = (value - base) if row != baseline and is_number(value) and is_number(base) else None
+    table.deltas = out
+
+
+def check_data(table: Table, owner: dict[tuple[str, str], RunData], warnings: list[str], strict: bool) -> None:
+    """A column's runs must have read the same data: the first run's digest is the column's;
+    a run whose digest disagrees on a kind both have (sha256, md5, tasks_sha256) is marked
+    with a dagger (or refused with --strict)."""
+    first: dict[str, RunData] = {}
+    for (row, column), run in owner.items():
+        if not run.digest:
+            continue
+        ref = first.setdefault(column, run)
+        shared = set(ref.digest) & set(run.digest)
+        if any(ref.digest[k] != run.digest[k] for k in shared):
+            message = (f"column {column!r}: {run.path} read other data than {ref.path} "
+                       f"({', '.join(f'{k} {run.digest[k][:12]} vs {ref.digest[k][:12]}' for k in sorted(shared))})")
+            if strict:
+                raise ReportError(message + " (--strict)")
+            table.marks[(row, column)] = "†"
+            warnings.append(message)
+    if table.marks:
+        table.notes.append("† the run read other benchmark data than the column's first run (see the warnings).")
+
+
+def runs_table(runs: list[RunData]):
+    import pandas as pd
+
+    rows = [{"label": r.label, "kind": r.kind, "benchmark": r.benchmark, "status": r.status,
+             "data": next((f"{k} {v[:12]}" for k, v in sorted(r.digest.items())), ""), "path": str(r.path)}
+            for r in runs]
+    frame = pd.DataFrame(rows, columns=["label", "kind", "benchmark", "status", "data", "path"])
+    frame.index = [f"{i + 1}" for i in range(len(rows))]
+    return Table("runs", "Runs", frame.astype(object))
+
+
+# -- 4. figures ------------------------------------------------------------------------------
+
+def figures(runs: list[RunData], code: Table | None) -> list[Figure]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    out: list[Figure] = []
+
+    def save(fig, name: str, title: str) -> None:
+        fig.suptitle(title)
+        fig.tight_layout()
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=100)
+        plt.close(fig)
+        out.append(Figure(name, title, buf.getvalue()))
+
+    train = [r for r in runs if r.kind == "train" and r.steps]
+
+    def label(run):
+        return run.label if run.status == "complete" else f"{run.label} ({run.status})"
+
+    def over_steps(name: str, title: str, panels: list[tuple[str, list[tuple[str, Any]]]]) -> None:
+        """One panel per (title, [(legend, getter)]), each run's series over its steps."""
+        panels = [(t, series) for t, series in panels
+                  if any(is_number(get(s)) for r in train for _, get in series for s in r.steps)]
+        if not panels:
+            return
+        fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 3.6), squeeze=False)
+        for ax, (panel_title, series) in zip(axes[0], panels):
+            for run in train:
+                for legend, get in series:
+                    points = [(s["step"] + 1, get(s)) for s in run.steps if is_number(get(s))]
+                    if points:
+                        ax.plot(*zip(*points), marker="o", markersize=3,
+                                label=f"{label(run)}: {legend}" if len(train) > 1 else legend)
+            ax.set_title(panel_title)
+            ax.set_xlabel("step")
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=7)
+        save(fig, name, title)
+
+    over_steps("rewards", "Rewards over steps",
+               [("code policy", [("R_C", lambda s: s.get("reward_code"))]),
+                ("test policy", [("R_T", lambda s: s.get("reward_test")), ("R_val", lambda s: s.get("reward_valid")),
+                                 ("R_adv", lambda s: s.get("reward_adv"))])])
+    over_steps("pass_rates", "Pass rates of the programs over steps",
+               [("new tests", [("new", lambda s: s.get("pass_rate_new"))]),
+                ("historical tests", [("historical", lambda s: s.get("pass_rate_hist"))]),
+                ("golden tests", [("golden", lambda s: s.get("pass_rate_golden"))])])
+    over_steps("mistake_book", "Mistake Book over steps",
+               [("size", [("size", lambda s: (s.get("mistake_book") or {}).get("size"))]),
+                ("added / removed", [("added", lambda s: (s.get("mistake_book") or {}).get("added")),
+                                     ("removed", lambda s: (s.get("mistake_book") or {}).get("removed"))])])
+    evaluated = sorted({(where, metric) for r in train for s in r.steps
+                        for where, metrics in (s.get("evaluation") or {}).items() for metric in metrics})
+    if evaluated:
+        over_steps("evaluation", "Evaluation of the policies during training",
+                   [(f"{where} {metric}", [(metric, lambda s, w=where, m=metric:
+                                            ((s.get("evaluation") or {}).get(w) or {}).get(m))])
+                    for where, metric in evaluated])
+
+    if code is not None:
+        first_metric = {}
+        for column in code.metric_columns:
+            bench, metric = column.split(" ", 1)
+            if bench != "Avg":
+                first_metric.setdefault(bench, column)
+        rows = [r for r in code.frame.index if code.status.get(r, "complete") == "complete"]
+        if first_metric and rows:
+            fig, ax = plt.subplots(figsize=(max(5, 1.6 * len(first_metric) * max(1, len(rows)) / 2), 3.8))
+            width = 0.8 / len(rows)
+            for i, row in enumerate(rows):
+                values = [code.frame.at[row, c] for c in first_metric.values()]
+                xs = [j + i * width for j in range(len(values))]
+                ax.bar(xs, [100 * v if is_number(v) else 0 for v in values], width, label=row)
+            ax.set_xticks([j + width * (len(rows) - 1) / 2 for j in range(len(first_metric))])
+            ax.set_xticklabels([c for c in first_metric.values()], fontsize=8)
+            ax.set_ylabel("%")
+            ax.legend(fontsize=7)
+            ax.grid(axis="y", alpha=0.3)
+            save(fig, "benchmarks", "Code generation per benchmark")
+
+    curved = [r for r in runs if r.kind == "tts" and r.curves and r.status == "complete"]
+    if curved:
+        fig, axes = plt.subplots(1, len(curved), figsize=(5 * len(curved), 3.6), squeeze=False)
+        for ax, run in zip(axes[0], curved):
+            grid: dict[int, list[tuple[int, float]]] = {}
+            for key, value in run.curves.items():
+                m, n = (int(part.split("=")[1]) for part in key.split(","))
+                grid.setdefault(m, []).append((n, 100 * value))
+            for m, points in sorted(grid.items()):
+                ax.plot(*zip(*sorted(points)), marker="o", label=f"M = {m} codes")
+            ax.set_title(f"{run.label} ({run.benchmark})")
+            ax.set_xlabel("N test suites")
+            ax.set_ylabel("Best-of-N accuracy %")
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=7)
+        save(fig, "best_of_n", "Best-of-N: accuracy of the selected code")
+
+    swept = [r for r in train if r.status == "complete" and is_number(r.config.get("trainer", {}).get("alpha"))]
+    if len({r.config["trainer"]["alpha"] for r in swept}) >= 2:
+        fig, ax = plt.subplots(figsize=(5.5, 3.6))
+        series = sorted({(w, m) for r in swept for s in r.steps[-1:] for w, ms in (s.get("evaluation") or {}).items()
+                         for m in ms})
+        getters = ([(f"{w} {m}", lambda r, w=w, m=m: ((r.steps[-1].get("evaluation") or {}).get(w) or {}).get(m))
+                    for w, m in series] if series else
+                   [(k, lambda r, k=k: r.steps[-1].get(k)) for k in ("reward_code", "reward_test", "pass_rate_golden")])
+        for legend, get in getters:
+            points = sorted((r.config["trainer"]["alpha"], 100 * get(r)) for r in swept if is_number(get(r)))
+            if points:
+                ax.plot(*zip(*points), marker="o", label=legend)
+        ax.set_xlabel("alpha (weight of R_val in R_T)")
+        ax.set_ylabel("% at the last step")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+        save(fig, "alpha_sweep", "Alpha sweep")
+    return out
+
+
+# -- 5. details ------------------------------------------------------------------------------
+
+def details(runs: list[RunData], baseline: str | None) -> list[Table]:
+    import pandas as pd
+
+    out = []
+    graded = [r for r in runs if r.kind in ("evaluate", "evalplus") and r.tasks and r.status == "complete"]
+    for bench in sorted({r.benchmark for r in graded}):
+        these = [r for r in graded if r.benchmark == bench]
+        frame = pd.DataFrame({r.label: pd.Series(r.tasks, dtype=float) for r in these}).astype(object)
+        frame = frame.where(frame.notna(), None)
+        if baseline is not None and baseline in frame.columns:
+            for r in these:
+                if r.label == baseline:
+                    continue
+                lost = [t for t in frame.index if is_number(frame.at[t, baseline]) and frame.at[t, baseline] > 0
+                        and frame.at[t, r.label] == 0]
+                if lost:
+                    sub = frame.loc[lost, [baseline, r.label]]
+                    tasks = f"{len(lost)} task{'s' if len(lost) != 1 else ''}"
+                    out.append(Table(f"lost-{slug(bench)}-{slug(r.label)}",
+                                     f"{bench}: {tasks} {r.label} fails that {baseline} passes", sub,
+                                     metric_columns=[baseline, r.label]))
+        out.append(Table(f"tasks-{slug(bench)}", f"{bench}: pass rate per task", frame, metric_columns=list(frame.columns)))
+    return out
+
+
+def slug(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
+
+
+# -- the flow --------------------------------------------------------------------------------
+
+def build_report(cfg: ReportConfig) -> Report:
+    if not cfg.runs:
+        raise ConfigError("codea1 report: name at least one run directory")
+    labels = labels_for(cfg.runs, cfg.names)
+    runs = [read_run(path, label) for path, label in zip(cfg.runs, labels)]
+    baseline = None
+    if cfg.baseline is not None:
+        by_path = {str(r.path.resolve()): r.label for r in runs}
+        baseline = by_path.get(str(Path(cfg.baseline).resolve()), cfg.baseline)
+        if baseline not in labels:
+            raise ConfigError(f"--baseline {cfg.baseline}: neither a run given nor a label"
+                              f"{did_you_mean(cfg.baseline, labels)}")
+    warnings = [f"{r.path}: {r.status}; shown with its status, never ranked" for r in runs if r.status != "complete"]
+    built = [
+        metric_table("code", "Code generation", [r for r in runs if r.kind in ("evaluate", "evalplus")], avg=True),
+        metric_table("tests", "Test generation", [r for r in runs if r.kind == "evaluate-tests"]),
+        metric_table("best_of_n", "Best-of-N (test-time scaling)", [r for r in runs if r.kind == "tts"]),
+        (training_table([r for r in runs if r.kind == "train"]), {}),
+    ]
+    tables = [t for t, _ in built if t is not None]
+    code = built[0][0]
+    for table, owner in built:
+        if table is None:
+            continue
+        check_data(table, owner, warnings, cfg.strict)
+        rank(table)
+        deltas(table, baseline)
+        if table.deltas is not None:
+            table.notes.append(f"In brackets: the difference from {baseline} in points.")
+        table.notes.append("Figures in %. Bold: best; underlined: second (complete runs only).")
+    return Report(cfg.title, runs_table(runs), tables, figures(runs, code), details(runs, baseline), warnings,
+                  baseline)
+
+
+def report(plugins, cfg: ReportConfig) -> dict[str, Any]:
+    import importlib.util
+
+    missing = [m for m in ("pandas", "matplotlib") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise ReportError(f"codea1 report needs {' and '.join(missing)}: pip install 'codea1[report]' -c constraints.txt")
+    reporters = [plugins.reporters.create(name) for name in cfg.formats]  # unknown formats fail before any work
+    out = Path(cfg.out)
+    for run in cfg.runs:
+        if out.resolve() == Path(run).resolve() or Path(run).resolve() in out.resolve().parents:
+            raise ConfigError(f"--out {out}: inside run {run}; a report never writes into the runs it reads")
+    if out.exists() and any(out.iterdir()) and not cfg.overwrite:
+        raise ConfigError(f"--out {out} is not empty: pass --overwrite to replace the report there")
+    built = build_report(cfg)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for reporter in reporters:
+        written += reporter.write(built, out)
+    return {"report": built, "written": [str(p) for p in written]}
