@@ -13,7 +13,16 @@ Sample files (--preset):
              repeats of the canonical solution (temperature sampling repeats itself) and
              mutants of it (a flipped comparison, an off-by-one constant, a dropped
              return), built with ast from the canonical code
+  mutants    distinct programs only: per task the canonical solution and up to --n - 1
+             cosmic-ray mutants of it (the project's mutation module, harness.mutation),
+             no two alike, so deduplication cannot help
   FILE       --samples FILE uses your own file
+
+Beside both tools' times it prints the in-process limit: the same programs and the same
+inputs (each sample's inputs up to the first one codea1 saw fail, as codea1 stops there;
+a timed-out input counted at the time codea1 waited for it) run in one plain Python
+process per worker, with no isolation, no encoding and no judging. --repeat R runs the
+tools R times, alternated, and prints medians.
 """
 
 from __future__ import annotations
@@ -84,6 +93,13 @@ def build_samples(data: Path, preset: str, n: int, path: Path) -> int:
     for line in gzip.open(data, "rt"):
         task = json.loads(line)
         canonical = task["prompt"] + task["canonical_solution"]
+        if preset == "mutants":
+            from codea1.harness.mutation import generate_mutants
+
+            distinct = [m.code for m in generate_mutants(canonical)[0] if m.code != canonical]
+            rows += [{"task_id": task["task_id"], "solution": c}
+                     for c in [canonical] + rng.sample(distinct, min(n - 1, len(distinct)))]
+            continue
         if preset == "canonical":
             rows.append({"task_id": task["task_id"], "solution": canonical})
             continue
@@ -116,6 +132,78 @@ def run_evalplus(data: Path, samples: Path, workers: int) -> tuple[float, float,
     return call, process, verdicts
 
 
+LIMIT_RUNNER = r"""
+import copy, pickle, signal, sys, time
+
+class Late(BaseException):
+    pass
+
+def alarm(*_):
+    raise Late()
+
+signal.signal(signal.SIGALRM, alarm)
+jobs = pickle.load(open(sys.argv[1], "rb"))
+for code, entry_point, inputs in jobs:
+    namespace = {"__name__": "__main__"}
+    signal.setitimer(signal.ITIMER_REAL, 30)
+    try:
+        exec(code, namespace)
+        fn = namespace[entry_point]
+        for args in inputs:
+            try:
+                fn(*copy.deepcopy(args))
+            except Exception:
+                pass
+    except BaseException:
+        pass
+    signal.setitimer(signal.ITIMER_REAL, 0)
+"""
+
+
+def in_process_limit(data: Path, samples: Path, verdicts_path: Path, workers: int) -> float:
+    """Wall seconds of the same programs and inputs in plain processes, one per worker (see
+    the module docstring); the inputs each sample ran in codea1 are read from its verdicts."""
+    import pickle
+
+    tasks = {}
+    for line in gzip.open(data, "rt"):
+        task = json.loads(line)
+        tasks[task["task_id"]] = task
+    verdicts = {}
+    for line in verdicts_path.read_text().splitlines():
+        v = json.loads(line)
+        verdicts[(v["task_id"], v["sample_index"])] = v
+    counts: dict[str, int] = {}
+    jobs, waited = [], 0.0
+    for line in samples.read_text().splitlines():
+        row = json.loads(line)
+        index = counts.get(row["task_id"], 0)
+        counts[row["task_id"]] = index + 1
+        task, verdict = tasks[row["task_id"]], verdicts[(row["task_id"], index)]
+        inputs = task["base_input"] + task["plus_input"]
+        failed = (verdict.get("first_failure") or {}).get("test", "")
+        if verdict["status"] != "pass" and failed:
+            group, _, i = failed.partition("/")
+            position = int(i) + (len(task["base_input"]) if group == "plus" else 0)
+            timed_out = [t for t in verdict["tests"] if t["id"] == failed and t["status"] == "timeout"]
+            inputs = inputs[:position] if timed_out else inputs[:position + 1]
+            waited += sum(t.get("time") or 0.0 for t in timed_out)
+        elif verdict["status"] != "pass":
+            inputs = []  # it did not load
+        jobs.append((row.get("solution") or task["prompt"] + row["completion"], task["entry_point"], inputs))
+    work = Path(tempfile.mkdtemp(prefix="codea1-limit-"))
+    parts = []
+    for w in range(workers):
+        path = work / f"jobs{w}.pkl"
+        path.write_bytes(pickle.dumps(jobs[w::workers]))
+        parts.append(path)
+    start = time.perf_counter()
+    procs = [subprocess.Popen([sys.executable, "-c", LIMIT_RUNNER, str(p)]) for p in parts]
+    for proc in procs:
+        proc.wait()
+    return time.perf_counter() - start + waited / workers
+
+
 def run_codea1(data: Path, samples: Path, workers: int, out: Path, extra: list[str]) -> tuple[float, dict, dict]:
     start = time.perf_counter()
     subprocess.run([sys.executable, "-m", "codea1", "evaluate", "--benchmark", "humaneval+", "--data", str(data),
@@ -133,7 +221,8 @@ def run_codea1(data: Path, samples: Path, workers: int, out: Path, extra: list[s
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", required=True, type=Path)
-    parser.add_argument("--preset", choices=("canonical", "mixed"), default="mixed")
+    parser.add_argument("--preset", choices=("canonical", "mixed", "mutants"), default="mixed")
+    parser.add_argument("--repeat", type=int, default=1, help="runs of each tool, alternated; medians are printed")
     parser.add_argument("--n", type=int, default=10)
     parser.add_argument("--samples", type=Path)
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
@@ -150,9 +239,20 @@ def main() -> int:
         run_evalplus(args.data, samples, args.workers)
         run_codea1(args.data, samples, args.workers, work / "warm", [])
 
-    ep_call, ep_process, ep = run_evalplus(args.data, samples, args.workers)
-    ours_s, ours, results = run_codea1(args.data, samples, args.workers, work / "run", [])
-    nodedupe_s, nodedupe, _ = run_codea1(args.data, samples, args.workers, work / "run-nodedupe", ["--no-dedupe"])
+    import statistics
+
+    timings: dict[str, list[float]] = {"evalplus": [], "evalplus_process": [], "codea1": [], "nodedupe": [],
+                                       "limit": []}
+    for _ in range(args.repeat):  # alternated, so a busy moment does not fall on one tool alone
+        ep_call, ep_process, ep = run_evalplus(args.data, samples, args.workers)
+        ours_s, ours, results = run_codea1(args.data, samples, args.workers, work / "run", [])
+        nodedupe_s, nodedupe, _ = run_codea1(args.data, samples, args.workers, work / "run-nodedupe", ["--no-dedupe"])
+        limit_s = in_process_limit(args.data, samples, work / "run" / "verdicts.jsonl", args.workers)
+        for name, value in (("evalplus", ep_call), ("evalplus_process", ep_process), ("codea1", ours_s),
+                            ("nodedupe", nodedupe_s), ("limit", limit_s)):
+            timings[name].append(value)
+    ep_call, ep_process, ours_s, nodedupe_s, limit_s = (statistics.median(timings[k]) for k in
+                                                        ("evalplus", "evalplus_process", "codea1", "nodedupe", "limit"))
 
     bug = {"HumanEval/32"}
     differ = [k for k in ours if k[0] not in bug and ours[k] != ep.get(k)]
@@ -167,6 +267,9 @@ def main() -> int:
     print(f"codea1 evaluate              {ours_s:8.2f} s   ratio (evalplus call / codea1) {ep_call / ours_s:6.2f}x"
           f"   (whole processes {ep_process / ours_s:6.2f}x)")
     print(f"codea1 evaluate --no-dedupe  {nodedupe_s:8.2f} s   ratio (evalplus call / codea1) {ep_call / nodedupe_s:6.2f}x")
+    print(f"in-process limit             {limit_s:8.2f} s   codea1 / limit {ours_s / limit_s:6.2f}x"
+          f"   (medians of {args.repeat}; all runs: " +
+          ", ".join(f"{k} {[round(x, 2) for x in v]}" for k, v in timings.items()) + ")")
     return 1 if differ else 0
 
 

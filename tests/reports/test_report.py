@@ -154,7 +154,7 @@ def test_evalplus_results_sit_beside_runs_with_the_same_data_hash(tmp_path):
                  "--no-progress"]) == 0
     evalplus_file = next((tmp_path / "ours").glob("*_eval_results.json"), None) or next(tmp_path.glob("*_eval_results.json"))
     doc = json.loads(evalplus_file.read_text())
-    doc["hash"] = hashlib.md5(data.read_bytes()).hexdigest()  # as evalplus records it for this file
+    assert doc["hash"] == hashlib.md5(data.read_bytes()).hexdigest()  # evalplus' own dataset hash of this file
     theirs = tmp_path / "evalplus_eval_results.json"
     theirs.write_text(json.dumps(doc))
     out = report([tmp_path / "ours", theirs], tmp_path / "r", "--format", "csv")
