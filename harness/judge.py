@@ -116,7 +116,14 @@ def judge(task_id: str, sample_index: int, job: ExecJob, raw: RawResult,
         verdict.first_failure = {"test": "", "message": raw.load_error}
         return verdict
 
+    settled = False  # fail_fast: a test failed or timed out; the rest are not part of the verdict
     for i, (test, outcome) in enumerate(zip(job.tests, raw.outcomes)):
+        if settled:
+            # Not judged at all: how many of them ran before early stop cancelled the job
+            # depends on timing, and verdicts must not (see below); judging them would only
+            # cost time (a wrong program's outputs compared and described one by one).
+            verdict.tests.append(TestVerdict(test.id, "not_run", "", 0.0))
+            continue
         status, message = "pass", ""
         if outcome.status == "ok" and outcome.digest is not None and job.large_output == "digest":
             # An exact match on a digest skips the checker, and with it evalplus' sticky
@@ -144,6 +151,7 @@ def judge(task_id: str, sample_index: int, job: ExecJob, raw: RawResult,
         else:
             status = "not_run"
         verdict.tests.append(TestVerdict(test.id, status, message, outcome.time))
+        settled = job.fail_fast and status in ("fail", "timeout")
 
     if job.fail_fast:
         # Tests after the first failure are not part of the verdict: how many of them ran

@@ -162,6 +162,9 @@ class TestVerdict(_Record):
     message: str = ""
     time: float = 0.0
 
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "status": self.status, "message": self.message, "time": self.time}
+
 
 @dataclass
 class Verdict(_Record):
@@ -187,6 +190,15 @@ class Verdict(_Record):
         if len(self.tests) > keep:
             self.tests = [t for t in self.tests if t.status != "pass"][:keep]
         return self
+
+    def to_json(self) -> dict[str, Any]:
+        """As dataclasses.asdict, field by field (a verdict is written for every sample:
+        asdict's generic deep copy was a visible share of judging)."""
+        return {"task_id": self.task_id, "sample_index": self.sample_index, "status": self.status,
+                "tests": [t.to_json() for t in self.tests],
+                "first_failure": dict(self.first_failure) if self.first_failure is not None else None,
+                "groups": dict(self.groups), "message": self.message, "wall_time": self.wall_time,
+                "code_hash": self.code_hash, "n_tests": self.n_tests, "n_passed": self.n_passed}
 
     @classmethod
     def from_json(cls, data):

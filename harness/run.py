@@ -147,6 +147,8 @@ class Run:
         return results
 
     def close(self) -> None:
+        if self.store is not None:
+            self.store.close()
         if self._owns_executor and self.executor is not None:
             self.executor.close()
 

