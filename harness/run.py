@@ -155,7 +155,9 @@ class Run:
     def __enter__(self) -> "Run":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, exc_type, *exc) -> None:
+        if exc_type is not None and self.store is not None:
+            self.store.mark_interrupted()  # this process lives on (a library call): not "in progress"
         self.close()
 
 

@@ -48,7 +48,7 @@ def run_status(run_dir: Path) -> str:
         except (OSError, json.JSONDecodeError):
             return "interrupted"
         alive = owner.get("host") == platform.node() and owner.get("process_start") is not None \
-            and process_start(int(owner.get("pid", 0))) == owner.get("process_start")
+            and process_start(int(owner.get("pid") or 0)) == owner.get("process_start")
         return "in progress" if alive else "interrupted"
     return "complete" if (run_dir / "results.json").exists() else "interrupted"
 
@@ -109,6 +109,11 @@ class RunStore:
         behind by a crash or a kill, where its pid no longer runs)."""
         self._write_json(self.dir / RUNNING, {"pid": os.getpid(), "host": platform.node(),
                                               "process_start": process_start(os.getpid())})
+
+    def mark_interrupted(self) -> None:
+        """The run stopped on an error in a process that goes on: no owner any more."""
+        if (self.dir / RUNNING).exists():
+            self._write_json(self.dir / RUNNING, {"pid": None, "host": platform.node(), "process_start": None})
 
     def mark_finished(self) -> None:
         (self.dir / RUNNING).unlink(missing_ok=True)

@@ -32,6 +32,26 @@ import types
 from codea1.harness import plaindata
 
 LARGE_OUTPUT_BYTES = 65536
+_ENCODER = json.JSONEncoder(separators=(",", ":"))  # json.dumps(..., separators=...) builds one per call
+_JSON_STR = json.encoder.encode_basestring_ascii
+
+
+def encode_output(value) -> str:
+    """A test's value as JSON text: exactly ``json.dumps(plaindata.to_tree(value),
+    separators=(",", ":"))`` (the reference's digests are of this text), with the common
+    scalars written directly; raises ``plaindata.PlainDataError`` as to_tree does."""
+    t = type(value)
+    if t is int and value.bit_length() <= 256:
+        return int.__repr__(value)
+    if t is str:
+        return _JSON_STR(value)
+    if t is bool:
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if t is float and value - value == 0.0:  # finite: NaN and infinities take json's spelling
+        return float.__repr__(value)
+    return _ENCODER.encode(plaindata.to_tree(value))
 
 
 class _TestTimeout(BaseException):
@@ -56,7 +76,7 @@ class _Channel:
             view = view[written:]
 
     def send(self, record: dict) -> None:
-        self._write(json.dumps(record, separators=(",", ":")) + "\n")
+        self._write(_ENCODER.encode(record) + "\n")
 
     def send_ok(self, i: int, text: str, took: float, large_output: str) -> None:
         """A test's value (already JSON text). A large one may travel as its SHA-256 alone:
@@ -207,7 +227,7 @@ def _run(job: dict, channel: _Channel) -> None:
             else:
                 value, took = _timed(limits[i], _evaluate_call, test["call"], namespace, test.get("items", False))
             try:
-                text = json.dumps(plaindata.to_tree(value), separators=(",", ":"))
+                text = encode_output(value)
             except plaindata.PlainDataError as exc:
                 channel.send({"i": i, "s": "exception", "e": f"output is not plain data: {exc}", "t": took})
                 continue

@@ -255,3 +255,21 @@ def test_a_third_party_reporter_plugs_in_by_name(report_runs, tmp_path):
 def test_builtin_reporters_are_listed(plugins):
     assert {"md", "csv", "tex", "html"} <= set(plugins.reporters.names())
     assert (ROOT / "reports" / "html_report.py").exists()
+
+
+def test_a_run_that_failed_in_this_process_is_interrupted_not_in_progress(tmp_path):
+    """A run aborted by an exception in a process that lives on (a library call, a notebook)
+    is not "in progress": its marker loses its owner."""
+    from codea1.harness.runstore import run_status
+
+    plugin = tmp_path / "abort_plugin.py"
+    plugin.write_text("from codea1.api import hookimpl\n\n"
+                      "@hookimpl\n"
+                      "def codea1_run_started(config, out_dir):\n"
+                      "    raise RuntimeError('plugin bug')\n")
+    with pytest.raises(RuntimeError, match="plugin bug"):
+        main(["--plugin", str(plugin), "evaluate", "--benchmark", "demo", "--out", str(tmp_path / "run"),
+              "--no-progress"])
+    assert (tmp_path / "run" / "running.json").exists() and run_status(tmp_path / "run") == "interrupted"
+    assert main(["evaluate", "--benchmark", "demo", "--out", str(tmp_path / "run"), "--no-progress"]) == 0
+    assert run_status(tmp_path / "run") == "complete" and not (tmp_path / "run" / "running.json").exists()
