@@ -6,7 +6,9 @@ checkpoint directory or hub name. A frozen copy of the starting weights is the r
 policy for the KL term.
 
 Rollouts: prompts through the tokenizer's chat template (``codea1.harness.prompts``), left
-padded, sampled with ``model.generate`` under a seed per call; each response then gets its
+padded, sampled with ``model.generate`` under a seed per call, from softmax(logits /
+temperature) with top-p as asked and nothing else (a checkpoint's own generation defaults,
+such as top_k or a repetition penalty, are overridden); each response then gets its
 per-token log-probabilities from one forward pass (logits divided by the sampling
 temperature, the distribution it was drawn from).
 
@@ -121,11 +123,8 @@ class TorchBackend(PolicyBackend):
             enc = tok([text for _, text in batch], return_tensors="pt", padding=True,
                       add_special_tokens=False).to(self.device)
             torch.manual_seed(seed + start)
-            kwargs = ({"do_sample": True, "temperature": sampling.temperature, "top_p": sampling.top_p}
-                      if sampling.temperature > 0 else {"do_sample": False})
             with torch.no_grad():
-                generated = self.model.generate(**enc, max_new_tokens=sampling.max_tokens, pad_token_id=tok.pad_token_id,
-                                                eos_token_id=tok.eos_token_id, **kwargs)
+                generated = self.model.generate(**enc, generation_config=self._generation_config(sampling))
             width = enc["input_ids"].shape[1]
             for (p, _), prompt_row, mask, row in zip(batch, enc["input_ids"], enc["attention_mask"], generated):
                 prompt_ids = prompt_row[mask.bool()].tolist()
@@ -140,6 +139,21 @@ class TorchBackend(PolicyBackend):
             for sample, lp in zip(chunk, logps):
                 sample.logprobs = lp.tolist()
         return out
+
+    def _generation_config(self, sampling: SamplingParams):
+        """Exactly the sampling the log-probs describe: softmax(logits / temperature), top-p
+        only as asked. A checkpoint's generation_config.json (Qwen2.5's says top_k 20,
+        repetition_penalty 1.05) must not reshape the distribution behind the policy's back:
+        the loss's ratios would be taken against another distribution than the one sampled."""
+        import transformers
+
+        tok = self.tokenizer
+        common = {"max_new_tokens": sampling.max_tokens, "pad_token_id": tok.pad_token_id,
+                  "eos_token_id": tok.eos_token_id, "top_k": 0, "repetition_penalty": 1.0}
+        if sampling.temperature > 0:
+            return transformers.GenerationConfig(do_sample=True, temperature=sampling.temperature,
+                                                 top_p=sampling.top_p, **common)
+        return transformers.GenerationConfig(do_sample=False, **common)
 
     def _response(self, ids: list[int]) -> tuple[list[int], str]:
         """The response up to and including end-of-sequence, and why it ended."""

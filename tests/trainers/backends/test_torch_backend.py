@@ -106,7 +106,7 @@ def test_learning_check_raises_a_scripted_reward(plugins, tiny_model):
     the first steps', on a fixed seed (so the same curve every run)."""
     from codea1.harness.rewards import group_advantages
 
-    b = backend(plugins, tiny_model, lr=3e-3, kl_coef=0.0, micro_batch_size=8)
+    b = backend(plugins, tiny_model, lr=1e-2, kl_coef=0.0, micro_batch_size=8)
     target = len(b.tokenizer) // 2
     curve = []
     for step in range(12):
@@ -121,3 +121,23 @@ def test_learning_check_raises_a_scripted_reward(plugins, tiny_model):
         b.update(samples, rewards, advantages)
     print("scripted reward by step:", [round(x, 3) for x in curve])
     assert sum(curve[-3:]) / 3 > sum(curve[:3]) / 3 + 0.15, curve
+
+
+def test_rollouts_ignore_the_checkpoints_own_sampling_defaults(plugins, tiny_model, tmp_path):
+    """A checkpoint whose generation_config.json says top_k 1 (greedy) and a strong
+    repetition penalty: the backend still samples softmax(logits / T), so two seeds give
+    different rollouts, the same ones as from the plain checkpoint."""
+    import json
+    import shutil
+
+    odd = tmp_path / "odd"
+    shutil.copytree(tiny_model, odd)
+    config = json.loads((odd / "generation_config.json").read_text())
+    (odd / "generation_config.json").write_text(json.dumps({**config, "do_sample": True, "top_k": 1,
+                                                            "repetition_penalty": 5.0}))
+    plain, shaped = backend(plugins, tiny_model), backend(plugins, odd)
+    a = shaped.generate(PROMPTS, 2, SAMPLING, seed=11)
+    b = shaped.generate(PROMPTS, 2, SAMPLING, seed=12)
+    assert [[s.token_ids for s in row] for row in a] != [[s.token_ids for s in row] for row in b]
+    assert [[s.token_ids for s in row] for row in a] == \
+        [[s.token_ids for s in row] for row in plain.generate(PROMPTS, 2, SAMPLING, seed=11)]
