@@ -384,15 +384,20 @@ def figures(runs: list[RunData], code: Table | None) -> list[Figure]:
             return
         fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 3.6), squeeze=False)
         for ax, (panel_title, series) in zip(axes[0], panels):
+            steps = set()
             for run in train:
                 for legend, get in series:
                     points = [(s["step"] + 1, get(s)) for s in run.steps if is_number(get(s))]
+                    steps |= {x for x, _ in points}
                     if points:
                         ax.plot(*zip(*points), marker="o", markersize=3,
                                 label=f"{label(run)}: {legend}" if len(train) > 1 else legend)
             ax.set_title(panel_title)
             ax.set_xlabel("step")
-            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            if len(steps) <= 12:  # few steps: each one a tick (a single point gets no fractional axis)
+                ax.set_xticks(sorted(steps))
+            else:
+                ax.xaxis.set_major_locator(MaxNLocator(integer=True))
             ax.grid(alpha=0.3)
             ax.legend(fontsize=7)
         save(fig, name, title)
