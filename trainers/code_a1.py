@@ -38,11 +38,12 @@ from dataclasses import dataclass
 from codea1.harness.hookspecs import hookimpl
 from codea1.harness.mistake_book import MistakeBook
 from codea1.harness.parsing import extract_tests
-from codea1.harness.rewards import VARIANTS, SuiteResult, candidate_rewards, population_std, topvar
+from codea1.harness.rewards import SuiteResult, candidate_rewards, population_std, topvar
 from codea1.harness.training import Trainer
 from codea1.harness.validity import VALID, WRONG, validate_for_training
 from codea1.trainers.consensus import validate_by_consensus
 from codea1.trainers.rollouts import (
+    AdversarialOptions,
     GoldenTests,
     advantages_by_group,
     limits_for,
@@ -57,28 +58,16 @@ from codea1.trainers.rollouts import (
 
 
 @dataclass
-class CodeA1Options:
-    m: int = 8
-    n: int = 8
-    k: int = 8
-    alpha: float = 0.5
-    reward_variant: str = "authors"
-    nonprintable_penalty: bool = True
+class CodeA1Options(AdversarialOptions):
     topvar: int = 0
-    mistake_book: bool = True
-    book_top: int = 8
     referable_code: bool = True
     predicted_answer: bool = True
     validation: str = "reference"
-    code_timeout: float = 10.0
 
     def __post_init__(self):
-        if min(self.m, self.n, self.k, self.book_top) < 1 or self.topvar < 0:
-            raise ValueError("m, n, k and book_top must be at least 1, topvar at least 0")
-        if not 0.0 <= self.alpha <= 1.0:
-            raise ValueError(f"alpha must lie in [0, 1], not {self.alpha}")
-        if self.reward_variant not in VARIANTS:
-            raise ValueError(f"reward_variant must be one of {', '.join(VARIANTS)}, not {self.reward_variant!r}")
+        super().__post_init__()
+        if self.topvar < 0:
+            raise ValueError("topvar must be at least 0")
         if self.validation not in ("reference", "consensus"):
             raise ValueError(f"validation must be 'reference' or 'consensus', not {self.validation!r}")
 

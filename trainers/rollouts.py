@@ -18,7 +18,34 @@ from codea1.harness.parsing import program_from_response
 from codea1.harness.prompts import get_prompt, question_text
 from codea1.harness.records import ERROR, SANDBOX_ERROR, ExecJob, Problem, TestCase
 from codea1.harness.reference import run_references
-from codea1.harness.rewards import group_advantages
+from codea1.harness.rewards import VARIANTS, group_advantages
+
+
+@dataclass
+class AdversarialOptions:
+    """The options code-a1 and self-play share: M programs and N suites of K asserts per
+    question, the reward (alpha, variant, non-printable penalty), the Mistake Book and the
+    time budget of a program."""
+
+    m: int = 8
+    n: int = 8
+    k: int = 8
+    alpha: float = 0.5
+    reward_variant: str = "authors"
+    nonprintable_penalty: bool = True
+    mistake_book: bool = True
+    book_top: int = 8
+    code_timeout: float = 10.0
+
+    def __post_init__(self):
+        if min(self.m, self.n, self.k, self.book_top) < 1:
+            raise ValueError("m, n, k and book_top must be at least 1")
+        if not 0.0 <= self.alpha <= 1.0:
+            raise ValueError(f"alpha must lie in [0, 1], not {self.alpha}")
+        if self.reward_variant not in VARIANTS:
+            raise ValueError(f"reward_variant must be one of {', '.join(VARIANTS)}, not {self.reward_variant!r}")
+        if self.code_timeout <= 0:
+            raise ValueError("code_timeout must be positive")
 
 
 def prompt_messages(name: str, problem: Problem, k: int = 8, code: str = "") -> list[dict[str, str]]:

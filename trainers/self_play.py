@@ -22,10 +22,11 @@ from dataclasses import dataclass
 from codea1.harness.hookspecs import hookimpl
 from codea1.harness.mistake_book import MistakeBook
 from codea1.harness.parsing import extract_tests
-from codea1.harness.rewards import VARIANTS, SuiteResult, candidate_rewards
+from codea1.harness.rewards import SuiteResult, candidate_rewards
 from codea1.harness.training import Trainer
 from codea1.harness.validity import VALID, validate_for_training
 from codea1.trainers.rollouts import (
+    AdversarialOptions,
     advantages_by_group,
     limits_for,
     mean,
@@ -39,22 +40,8 @@ from codea1.trainers.rollouts import (
 
 
 @dataclass
-class SelfPlayOptions:
-    m: int = 8
-    n: int = 8
-    k: int = 8
-    alpha: float = 0.5
-    reward_variant: str = "authors"
-    nonprintable_penalty: bool = True
-    mistake_book: bool = True
-    book_top: int = 8
-    code_timeout: float = 10.0
-
-    def __post_init__(self):
-        if min(self.m, self.n, self.k, self.book_top) < 1:
-            raise ValueError("m, n, k and book_top must be at least 1")
-        if not 0.0 <= self.alpha <= 1.0 or self.reward_variant not in VARIANTS:
-            raise ValueError(f"alpha must lie in [0, 1] and reward_variant be one of {', '.join(VARIANTS)}")
+class SelfPlayOptions(AdversarialOptions):
+    """Code-A1's shared options; self-play has no white-box, validation or TopVar choice."""
 
 
 class SelfPlayTrainer(Trainer):
