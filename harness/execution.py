@@ -212,9 +212,11 @@ class RecordParser:
         return None
 
     def finish(self, exit_reason: str, stdout: str = "", stderr: str = "", wall: float = 0.0) -> RawResult:
-        if self.partial.strip():
+        if self.partial.strip() and exit_reason not in ("cancelled", "timeout"):
+            # A cut line is a violation only when the child ended on its own: the zygote may
+            # kill a cancelled or late child in the middle of writing a record.
             self.record(self.partial)
-            self.partial = b""
+        self.partial = b""
         n, outcomes, load_error = len(self.job.tests), self.outcomes, self.load_error
         for i, (ok, value) in self.expected.items():
             if ok:

@@ -128,3 +128,28 @@ def test_info_reports_what_is_enforced(executor):
     info = executor.info()
     assert info["seccomp"] is True and info["subreaper"] is True
     assert info["landlock"] == "none" or info["landlock"]["landlock_abi"] >= 1
+
+
+def test_a_record_cut_by_the_cancel_is_not_taken_for_tampering(executor):
+    """Test 0 fails; test 1 returns 8 MB, written through the pipe while the harness cancels
+    the job: the kill cuts that record short. The verdict names test 0's failure (it read
+    "result channel tampered with" when the cut line was parsed as a record)."""
+    from codea1.harness.asserts import parse_asserts
+    from codea1.harness.execution import run_jobs
+    from codea1.harness.judge import judge
+    from codea1.harness.records import ExecJob
+
+    tests, _ = parse_asserts("assert f(0) == 0\n" + "\n".join(f"assert f({i}) == ''" for i in range(1, 6)), "f")
+    code = "def f(x):\n    return 'ab' * 4_000_000 if x else 'wrong'\n"
+
+    def slow_stop(job, i, outcome):
+        # While the harness thinks, the child starts writing test 1's record and the pipes fill.
+        time.sleep(0.5)
+        return True
+    for attempt in range(3):
+        job = ExecJob(job_id=f"cut{attempt}", code=code, tests=tests, entry_point="f", time_limits=[10.0] * 6,
+                      batch_timeout=60, fail_fast=True)
+        raw = run_jobs(executor, [job], early_stop=slow_stop)[job.job_id]
+        verdict = judge("t", 0, job, raw)
+        assert verdict.status == FAIL and verdict.first_failure["test"] == "assert/0", verdict.message
+        assert not raw.exit.startswith("protocol:")
