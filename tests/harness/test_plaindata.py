@@ -16,6 +16,14 @@ def test_round_trip_keeps_value_and_type(value):
     assert back == value and type(back) is type(value)
 
 
+def test_lists_of_mixed_scalars_are_their_own_tree_unless_an_int_is_huge():
+    mixed = [1, 2.5, None, "x", True, -(2 ** 256) + 1]
+    assert plaindata.to_tree(mixed) is mixed  # the fast path: no copy, no walk
+    assert plaindata.to_tree([1.5, 2 ** 300, 3]) == [1.5, {"h": hex(2 ** 300)}, 3]
+    assert plaindata.to_tree((2.0, -(2 ** 257))) == {"t": [2.0, {"h": hex(-(2 ** 257))}]}
+    assert plaindata.loads(plaindata.dumps([0.5, 2 ** 300, None])) == [0.5, 2 ** 300, None]
+
+
 def test_floats_keep_nan_and_infinity():
     back = plaindata.loads(plaindata.dumps([math.inf, -math.inf, math.nan]))
     assert back[0] == math.inf and back[1] == -math.inf and math.isnan(back[2])
