@@ -20,8 +20,9 @@ Sample files (--preset):
 
 Beside both tools' times it prints the in-process limit: the same programs and the same
 inputs (each sample's inputs up to the first one codea1 saw fail, as codea1 stops there;
-a timed-out input counted at the time codea1 waited for it) run in one plain Python
-process per worker, with no isolation, no encoding and no judging. --repeat R runs the
+a timed-out input counted at the time codea1 waited for it) run in plain Python processes,
+one per worker, each taking the next program when it is free, with no isolation, no
+encoding and no judging (timed from the moment the workers exist). --repeat R runs the
 tools R times, alternated, and prints medians.
 """
 
@@ -133,7 +134,7 @@ def run_evalplus(data: Path, samples: Path, workers: int) -> tuple[float, float,
 
 
 LIMIT_RUNNER = r"""
-import copy, pickle, signal, sys, time
+import copy, multiprocessing, pickle, signal, sys, time
 
 class Late(BaseException):
     pass
@@ -141,9 +142,11 @@ class Late(BaseException):
 def alarm(*_):
     raise Late()
 
-signal.signal(signal.SIGALRM, alarm)
-jobs = pickle.load(open(sys.argv[1], "rb"))
-for code, entry_point, inputs in jobs:
+JOBS = pickle.load(open(sys.argv[1], "rb"))
+
+def run(index):
+    code, entry_point, inputs = JOBS[index]
+    signal.signal(signal.SIGALRM, alarm)
     namespace = {"__name__": "__main__"}
     signal.setitimer(signal.ITIMER_REAL, 30)
     try:
@@ -157,12 +160,24 @@ for code, entry_point, inputs in jobs:
     except BaseException:
         pass
     signal.setitimer(signal.ITIMER_REAL, 0)
+    return index
+
+if __name__ == "__main__":
+    workers = int(sys.argv[2])
+    # Forked workers inherit JOBS and take the next job when they are free, as codea1's
+    # workers do (a fixed split of the jobs left one worker idle for seconds).
+    with multiprocessing.get_context("fork").Pool(workers) as pool:
+        start = time.perf_counter()
+        for _ in pool.imap_unordered(run, range(len(JOBS)), chunksize=1):
+            pass
+        print("SECONDS", time.perf_counter() - start)
 """
 
 
 def in_process_limit(data: Path, samples: Path, verdicts_path: Path, workers: int) -> float:
-    """Wall seconds of the same programs and inputs in plain processes, one per worker (see
-    the module docstring); the inputs each sample ran in codea1 are read from its verdicts."""
+    """Wall seconds of the same programs and inputs in plain processes, ``workers`` of them
+    taking the programs in file order as they become free (see the module docstring); the
+    inputs each sample ran in codea1 are read from its verdicts."""
     import pickle
 
     tasks = {}
@@ -191,17 +206,11 @@ def in_process_limit(data: Path, samples: Path, verdicts_path: Path, workers: in
         elif verdict["status"] != "pass":
             inputs = []  # it did not load
         jobs.append((row.get("solution") or task["prompt"] + row["completion"], task["entry_point"], inputs))
-    work = Path(tempfile.mkdtemp(prefix="codea1-limit-"))
-    parts = []
-    for w in range(workers):
-        path = work / f"jobs{w}.pkl"
-        path.write_bytes(pickle.dumps(jobs[w::workers]))
-        parts.append(path)
-    start = time.perf_counter()
-    procs = [subprocess.Popen([sys.executable, "-c", LIMIT_RUNNER, str(p)]) for p in parts]
-    for proc in procs:
-        proc.wait()
-    return time.perf_counter() - start + waited / workers
+    path = Path(tempfile.mkdtemp(prefix="codea1-limit-")) / "jobs.pkl"
+    path.write_bytes(pickle.dumps(jobs))
+    done = subprocess.run([sys.executable, "-c", LIMIT_RUNNER, str(path), str(workers)], capture_output=True, text=True,
+                          check=True)
+    return float(done.stdout.split("SECONDS")[1].split()[0]) + waited / workers
 
 
 def run_codea1(data: Path, samples: Path, workers: int, out: Path, extra: list[str]) -> tuple[float, dict, dict]:

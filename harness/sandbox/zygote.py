@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import fcntl
 import importlib
 import json
 import os
@@ -29,6 +30,11 @@ from codea1.harness import plaindata
 from codea1.harness.sandbox import child, confine
 
 OUTPUT_CAP = 64 * 1024  # bytes of stdout / stderr kept per job
+# Results that are not streamed are read at most this often while the child runs: a wake-up
+# per record (HumanEval+ runs up to 1,000 tests a program) cost more than the records. The
+# result pipe is enlarged so that the child rarely waits for the reads.
+RESULT_POLL_SECONDS = 0.002
+RESULT_PIPE_BYTES = 1 << 20
 RESULT_CAP = 256 * 1024 * 1024  # bytes of result records accepted per job
 SAFE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
             "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
@@ -44,7 +50,7 @@ class Zygote:
         self.file_mb = file_mb
         self.output_cap = output_cap
         self.root = tempfile.mkdtemp(prefix="codea1-zygote-")
-        self.reply = reply  # when set, result bytes are streamed as they arrive
+        self.reply = reply  # when set, result bytes of jobs that ask for it are streamed
         self.control_fd = control_fd  # "cancel JOB_ID" lines from the parent
         self.control_buffer = b""
         self.job_id = None
@@ -73,6 +79,10 @@ class Zygote:
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         res_r, res_w = os.pipe()
+        try:
+            fcntl.fcntl(res_w, fcntl.F_SETPIPE_SZ, RESULT_PIPE_BYTES)
+        except (OSError, AttributeError):  # above the system's pipe-max-size, or not Linux
+            pass
         sys.stdout.flush()
         start = time.monotonic()
         pid = os.fork()
@@ -94,7 +104,10 @@ class Zygote:
             os.close(fd)
         deadline = start + float(job.get("batch_timeout", 60.0)) + 1.0
         self.job_id = str(job.get("job_id"))
-        reply = self._supervise(pid, out_r, err_r, res_r, deadline)
+        # Streamed: result bytes are passed on as they arrive (the parent may cancel the job
+        # on what it reads); otherwise they come back with the reply, in one piece.
+        stream = self.reply is not None and job.get("stream", True) is not False
+        reply = self._supervise(pid, out_r, err_r, res_r, deadline, stream)
         reply["job_id"] = job.get("job_id")
         if "nonce" in job:  # echoed, so a client can tell this reply belongs to its request
             reply["nonce"] = job["nonce"]
@@ -104,7 +117,7 @@ class Zygote:
         shutil.rmtree(workdir, ignore_errors=True)
         return reply
 
-    def _supervise(self, pid: int, out_r: int, err_r: int, res_r: int, deadline: float) -> dict:
+    def _supervise(self, pid: int, out_r: int, err_r: int, res_r: int, deadline: float, stream: bool) -> dict:
         buffers = {out_r: bytearray(), err_r: bytearray(), res_r: bytearray()}
         caps = {out_r: self.output_cap, err_r: self.output_cap, res_r: RESULT_CAP}
         overflow = {out_r: 0, err_r: 0, res_r: 0}
@@ -116,12 +129,18 @@ class Zygote:
         exit_reason = "finished"
         streamed = 0
         open_fds = set(buffers)
+        paused_until = None  # results not streamed: res_r is left out of the selector until then
         while open_fds:
-            remaining = deadline - time.monotonic()
+            now = time.monotonic()
+            remaining = deadline - now
             if remaining <= 0:
                 exit_reason = "timeout"
                 break
-            for key, _ in sel.select(timeout=min(remaining, 0.5)):
+            if paused_until is not None and (now >= paused_until or not open_fds & {out_r, err_r}):
+                sel.register(res_r, selectors.EVENT_READ)  # the pause is over, or the child is gone
+                paused_until = None
+            wait = min(remaining, 0.5) if paused_until is None else min(remaining, paused_until - now)
+            for key, _ in sel.select(timeout=wait):
                 fd = key.fd
                 if fd == self.control_fd:
                     if self._cancel_requested():
@@ -131,8 +150,8 @@ class Zygote:
                     if self.control_fd is None:  # the parent closed it
                         sel.unregister(fd)
                     continue
-                data = os.read(fd, 1 << 16)
-                if fd == res_r and self.reply is not None and data:
+                data = os.read(fd, RESULT_PIPE_BYTES if fd == res_r else 1 << 16)
+                if fd == res_r and stream and data:
                     streamed += len(data)
                     if streamed > RESULT_CAP:  # the parent must not be flooded either
                         exit_reason = "protocol: result records exceed the cap"
@@ -151,6 +170,9 @@ class Zygote:
                     exit_reason = "protocol: result records exceed the cap"
                     open_fds.clear()
                     break
+                if fd == res_r and not stream and open_fds & {out_r, err_r}:
+                    sel.unregister(res_r)
+                    paused_until = time.monotonic() + RESULT_POLL_SECONDS
         sel.close()
         status = self._reap(pid, deadline if exit_reason == "finished" else 0)
         if status is None:

@@ -190,3 +190,50 @@ def test_an_evalplus_results_file_is_written_beside_results_json(plugins, tmp_pa
     assert entries[1]["base_fail_tests"] and entries[1]["plus_fail_tests"] == []  # plus not run after base failed
     assert len(entries[2]["plus_fail_tests"][0][0]) >= 100  # the failing input, as evalplus records it
     assert ours["tasks"]["HumanEval/23"]["statuses"] == ["pass", "fail", "fail"]
+
+
+def test_samples_stop_at_their_first_output_unlike_the_reference_and_are_rechecked_when_it_passes(plugins, tmp_path):
+    """HumanEval+ jobs carry hashes of the reference's outputs: a sample's child stops after
+    its first output whose hash differs. 1 for True differs (its hash is another) but passes
+    evalplus' check (1 == True): that sample runs again without hashes and passes, as in
+    evalplus; a wrong one fails at the same test as without hashes."""
+    data = shared_file("humanevalplus", "HumanEvalPlus-v0.1.10.jsonl.gz")
+    samples = tmp_path / "samples.jsonl"
+    head = "from typing import List\n\ndef has_close_elements(numbers: List[float], threshold: float) -> bool:\n"
+    body = ("    s = sorted(numbers)\n    for i in range(len(s) - 1):\n        if s[i + 1] - s[i] < threshold:\n"
+            "            return {yes}\n    return {no}\n")
+    rows = [{"task_id": "HumanEval/0", "solution": head + body.format(yes="True", no="False")},
+            {"task_id": "HumanEval/0", "solution": head + body.format(yes="1", no="0")},
+            {"task_id": "HumanEval/0", "solution": head + body.format(yes="True", no="len(s) > 5")}]
+    samples.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    results = {}
+    for hashes in (True, False):
+        cfg = EvaluateConfig(benchmark="humaneval+", data=str(data), samples=str(samples), tasks=["HumanEval/0"],
+                             out=str(tmp_path / f"run-{hashes}"), progress=False, dedupe=False)
+        if hashes:
+            results[hashes] = evaluate(plugins, cfg)
+        else:  # the same judging, every job streamed and cancelled by the parent instead
+            import codea1.harness.flows.evaluate as flow
+
+            original = flow.Prepared.__init__
+
+            def without_hashes(self, *args, **kwargs):
+                original(self, *args, **kwargs)
+                self.expected_hashes = None
+
+            flow.Prepared.__init__ = without_hashes
+            try:
+                results[hashes] = evaluate(plugins, cfg)
+            finally:
+                flow.Prepared.__init__ = original
+    with_hashes, without = results[True], results[False]
+    assert with_hashes["tasks"]["HumanEval/0"]["statuses"] == ["pass", "pass", "fail"]
+    assert with_hashes["timing"]["rechecked_samples"] == 1 and without["timing"]["rechecked_samples"] == 0
+
+    def verdicts(run):
+        rows = [json.loads(x) for x in (tmp_path / run / "verdicts.jsonl").read_text().splitlines()]
+        return sorted(({k: v for k, v in r.items() if k != "wall_time"} | {"tests": [
+            {k: v for k, v in t.items() if k != "time"} for t in r["tests"]]} for r in rows),
+            key=lambda r: r["sample_index"])
+
+    assert verdicts("run-True") == verdicts("run-False")  # test by test
