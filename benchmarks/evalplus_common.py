@@ -169,14 +169,6 @@ class EvalplusBenchmark(Benchmark):
                  "plus_fail_tests": fail_tests("plus")})
         return document
 
-    def passes_by_equal_output(self, problem: Problem) -> bool:
-        """All tasks but those with an oracle of their own (EvalplusChecker's special cases)."""
-        _, _, oracle = _evalplus_parts()
-        if self.dataset == "humaneval":
-            return problem.entry_point != "find_zero"
-        return problem.entry_point not in ({"are_equivalent", "sum_div", "surface_Area", "digit_distance_nums"}
-                                           | set(oracle.MBPP_OUTPUT_SET_EQ_TASKS) | set(oracle.MBPP_OUTPUT_NOT_NONE_TASKS))
-
     def expected_from_reference(self, problem: Problem, value: Any) -> Any:
         if self.dataset == "mbpp":
             from evalplus.eval._special_oracle import MBPP_OUTPUT_NOT_NONE_TASKS

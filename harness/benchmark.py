@@ -73,13 +73,6 @@ class Benchmark:
         ``is not None`` for a few tasks)."""
         return value
 
-    def passes_by_equal_output(self, problem: Problem) -> bool:
-        """True when, for ``reference_expected`` problems, a sample passes a test by returning
-        what the reference returned (the checker may accept more, e.g. close floats, but
-        nothing special like "any root of the polynomial"). Then a sample's child stops at
-        its first output that differs from the reference's (``ExecJob.expected_hashes``)."""
-        return False
-
     def missing_libraries(self, problem: Problem) -> list[str]:
         """Libraries the task imports that this environment lacks: such tasks are reported
         as skipped, never as failures."""

@@ -99,58 +99,36 @@ def _test_tree(test: TestCase) -> dict:
     return tree
 
 
-_TEST_TREES: dict[int, tuple[list, list]] = {}
-_ENCODED_TESTS: dict[tuple[int, int], tuple[list, list | None, str, str]] = {}
-_CACHED_LISTS = 8192  # per cache; a long training run makes new tests lists every step
+_ENCODED_TESTS: dict[int, tuple[list, str, str]] = {}
+_ENCODED_LOCK = threading.Lock()
 
 
-_CACHE_LOCK = threading.Lock()  # executors encode jobs from several threads
-
-
-def _remember(cache: dict, key, entry) -> None:
-    with _CACHE_LOCK:
-        cache[key] = entry  # each entry holds the lists its key names, so their ids cannot be reused
-        if len(cache) > _CACHED_LISTS:
-            del cache[next(iter(cache))]
-
-
-def encoded_tests(tests: list[TestCase], expected_hashes: list[str | None] | None = None) -> tuple[str, str]:
-    """(fingerprint, JSON) of a problem's tests as the sandbox receives them, each with its
-    expected output's hash when given (``ExecJob.expected_hashes``). Encoded once per process
-    per tests list (and hashes list): every sample of a problem shares it."""
-    key = (id(tests), id(expected_hashes))
-    cached = _ENCODED_TESTS.get(key)
-    if cached is None or cached[0] is not tests or cached[1] is not expected_hashes:
-        trees = _TEST_TREES.get(id(tests))
-        if trees is None or trees[0] is not tests:
-            trees = (tests, [_test_tree(t) for t in tests])
-            _remember(_TEST_TREES, id(tests), trees)
-        payload = trees[1]
-        if expected_hashes is not None:
-            payload = [{**tree, "xh": h} if h else tree for tree, h in zip(payload, expected_hashes)]
-        text = json.dumps(payload, separators=(",", ":"))
-        cached = (tests, expected_hashes, hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32], text)
-        _remember(_ENCODED_TESTS, key, cached)
-    return cached[2], cached[3]
+def encoded_tests(tests: list[TestCase]) -> tuple[str, str]:
+    """(fingerprint, JSON) of a problem's tests as the sandbox receives them. Encoded once per
+    process per tests list: every sample of a problem shares it."""
+    cached = _ENCODED_TESTS.get(id(tests))
+    if cached is None or cached[0] is not tests:
+        text = json.dumps([_test_tree(t) for t in tests], separators=(",", ":"))
+        cached = (tests, hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32], text)
+        with _ENCODED_LOCK:  # executors encode jobs from several threads
+            _ENCODED_TESTS[id(tests)] = cached  # holds the list, so its id cannot be reused
+            if len(_ENCODED_TESTS) > 8192:  # a long training run makes new tests lists every step
+                del _ENCODED_TESTS[next(iter(_ENCODED_TESTS))]
+    return cached[1], cached[2]
 
 
 class PayloadEncoder:
     """Encodes jobs for the zygote protocol as (head, tests_key, tests_json). The tests of one
     problem are sent once per zygote (HumanEval+ has up to 1,000 inputs a task), then named
-    by ``tests_key``. ``stream``: the executor reads result records as they arrive (early
-    stop); a job with expected hashes stops itself and never streams."""
-
-    def __init__(self, stream: bool = False):
-        self.stream = stream
+    by ``tests_key``."""
 
     def __call__(self, job: ExecJob) -> tuple[str, str, str]:
-        key, tests_json = encoded_tests(job.tests, job.expected_hashes)
+        key, tests_json = encoded_tests(job.tests)
         head = json.dumps({"job_id": job.job_id, "code": job.code, "entry_point": job.entry_point,
                            "prelude": job.prelude, "time_limits": job.time_limits,
                            "batch_timeout": job.batch_timeout, "memory_mb": job.memory_mb,
                            "fail_fast": job.fail_fast, "stop_on_timeout": job.stop_on_timeout,
-                           "large_output": job.large_output, "hash_outputs": job.hash_outputs,
-                           "stream": self.stream and job.expected_hashes is None}, separators=(",", ":"))
+                           "large_output": job.large_output}, separators=(",", ":"))
         return head, key, tests_json
 
 
@@ -217,11 +195,8 @@ class RecordParser:
                         raise ValueError("unexpected digest")
                     if digest is None and "v" not in rec:
                         raise ValueError("ok record without value")
-                    output_hash = rec.get("k") if job.hash_outputs else None
-                    if job.hash_outputs and type(output_hash) is not str:
-                        raise ValueError("ok record without its hash")
                     outcome = RawOutcome("ok", value=plaindata.from_tree(rec["v"]) if "v" in rec else None,
-                                         digest=digest, output_hash=output_hash)
+                                         digest=digest)
                 elif status in ("exception", "timeout", "passed", "failed"):
                     details = rec.get("d")
                     outcome = RawOutcome(status, message=str(rec.get("e", "")),

@@ -93,11 +93,8 @@ def judge(task_id: str, sample_index: int, job: ExecJob, raw: RawResult,
     of the reference's encoded output, for large outputs sent as digests.
 
     A job that asked for digests only (``large_output="digest"``) is judged on them: a digest
-    equal to the reference's proves an exact match. A different digest proves nothing (1 ==
-    1.0, float tolerance): such a verdict comes back with status "recheck" and the caller
-    reruns the job with ``large_output="value"``. So does a job with ``expected_hashes``
-    whose child stopped after an output the checker accepts: the caller reruns it without
-    them."""
+    equal to the reference's proves an exact match. A different digest proves nothing (1 == 1.0, float tolerance): such a verdict comes back with status "recheck" and
+    the caller reruns the job with ``large_output="value"``."""
     checker = checker or Checker()
     verdict = Verdict(task_id=task_id, sample_index=sample_index, status=PASS, wall_time=raw.wall_time,
                       n_tests=len(job.tests))
@@ -172,12 +169,6 @@ def judge(task_id: str, sample_index: int, job: ExecJob, raw: RawResult,
         verdict.status = RECHECK
         return verdict
     first_bad = next((t for t in verdict.tests if t.status != "pass"), None)
-    if first_bad is not None and first_bad.status == "not_run" and job.expected_hashes is not None \
-            and raw.exit == "finished":
-        # The child stopped after an output whose hash differed from the expected one's, and
-        # the checker accepted that output: the tests after it have to run after all.
-        verdict.status = RECHECK
-        return verdict
     if first_bad is not None:
         verdict.status = TIMEOUT if first_bad.status == "timeout" else FAIL
         msg = first_bad.message or ("not run: " + raw.exit if first_bad.status == "not_run" else "")

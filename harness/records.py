@@ -126,15 +126,6 @@ class ExecJob(_Record):
     # How outputs larger than 64 KiB (encoded) come back: "value", "digest" (SHA-256 of the
     # encoding only: the parent compares it with the reference's digest) or "both".
     large_output: str = "value"
-    # Send, with every value, the first 16 hex digits of the SHA-256 of its encoding
-    # (RawOutcome.output_hash): what expected_hashes of later jobs are made of.
-    hash_outputs: bool = False
-    # Per test, that hash of the expected output (None: no hash, or a test not compared by
-    # value). With fail_fast, the child stops after the first output whose hash differs: a
-    # verdict that is then settled needs no round trip to the parent. Only a hint: the
-    # parent still judges every value; an output that differs from the expected one and
-    # still passes (1 == 1.0, float tolerance) makes the verdict "recheck" (judge).
-    expected_hashes: list[str | None] | None = None
 
 
 @dataclass
@@ -145,7 +136,6 @@ class RawOutcome(_Record):
     status: str
     value: Any = None
     digest: str | None = None  # set instead of value for large outputs (ExecJob.large_output)
-    output_hash: str | None = None  # with ExecJob.hash_outputs
     expected: Any = None  # value of expected_source, when the test had one
     expected_error: str | None = None
     message: str = ""

@@ -1,7 +1,6 @@
 """Running each problem's reference solution once: outputs (expected values for benchmarks
 whose tests are inputs only), per-test times (the timeout rule), digests of large outputs,
-hashes of every output (samples stop at the first output that differs), and which golden
-tests the reference itself fails.
+and which golden tests the reference itself fails.
 
 Results are cached on disk, one file per problem, named by a fingerprint of everything that
 determines them. Large outputs (HumanEval+ has single answers of 100+ MB) live in a side
@@ -22,7 +21,7 @@ from codea1.harness.judge import Checker, judge
 from codea1.harness.progress import stage_bar
 from codea1.harness.records import ExecJob, Problem, RawResult
 
-CACHE_VERSION = "4"  # bump when what a reference run records changes (large outputs: 3, output hashes: 4)
+CACHE_VERSION = "3"  # bump when what a reference run records changes (judging large outputs: 3)
 REFERENCE_TEST_LIMIT = 60.0  # seconds per test for the reference (evalplus gives it no limit)
 
 
@@ -33,17 +32,14 @@ def cache_dir() -> Path:
 
 
 class ReferenceRun:
-    """Per test: ``value(i)``, ``times[i]``, ``digests.get(i)``, ``hashes.get(i)`` (the
-    output's hash, see ``ExecJob.expected_hashes``); ``failed`` maps a test index to why the
-    reference did not pass it; ``error`` is set when it did not even load."""
+    """Per test: ``value(i)``, ``times[i]``, ``digests.get(i)``; ``failed`` maps a test index to
+    why the reference did not pass it; ``error`` is set when it did not even load."""
 
     def __init__(self, times: list[float], values: dict[int, Any] | None = None, digests: dict[int, str] | None = None,
-                 failed: dict[int, str] | None = None, error: str | None = None, large_file: Path | None = None,
-                 hashes: dict[int, str] | None = None):
+                 failed: dict[int, str] | None = None, error: str | None = None, large_file: Path | None = None):
         self.times = times
         self.values = values or {}
         self.digests = digests or {}
-        self.hashes = hashes or {}
         self.failed = failed or {}
         self.error = error
         self._large_file = large_file
@@ -62,7 +58,6 @@ class ReferenceRun:
             _atomic_write(path.with_suffix(".large.json"), json.dumps(large, separators=(",", ":")))
         _atomic_write(path, json.dumps({"times": self.times, "values": small,
                                         "digests": {str(k): v for k, v in self.digests.items()},
-                                        "hashes": {str(k): v for k, v in self.hashes.items()},
                                         "failed": {str(k): v for k, v in self.failed.items()}, "error": self.error},
                                        separators=(",", ":")))
 
@@ -74,8 +69,7 @@ class ReferenceRun:
         if digests and not large.exists():
             raise FileNotFoundError(large)
         return cls(d["times"], {int(k): plaindata.from_tree(v) for k, v in d["values"].items()}, digests,
-                   {int(k): v for k, v in d["failed"].items()}, d.get("error"), large if digests else None,
-                   {int(k): v for k, v in d["hashes"].items()})
+                   {int(k): v for k, v in d["failed"].items()}, d.get("error"), large if digests else None)
 
 
 def _atomic_write(path: Path, text: str) -> None:
@@ -98,14 +92,13 @@ def _reference_job(problem: Problem, memory_mb: int) -> ExecJob:
     return ExecJob(job_id=f"ref:{problem.task_id}", code=problem.reference, tests=problem.tests,
                    entry_point=problem.entry_point, prelude=problem.prelude, time_limits=[REFERENCE_TEST_LIMIT] * n,
                    batch_timeout=min(n * REFERENCE_TEST_LIMIT, 1800.0) + 10, memory_mb=memory_mb, fail_fast=False,
-                   large_output="both", hash_outputs=True)
+                   large_output="both")
 
 
 def _summarise(problem: Problem, job: ExecJob, raw: RawResult, checks_tests: bool) -> ReferenceRun:
     ref = ReferenceRun(times=[o.time for o in raw.outcomes],
                        values={i: o.value for i, o in enumerate(raw.outcomes) if o.status == "ok"},
-                       digests={i: o.digest for i, o in enumerate(raw.outcomes) if o.digest},
-                       hashes={i: o.output_hash for i, o in enumerate(raw.outcomes) if o.output_hash})
+                       digests={i: o.digest for i, o in enumerate(raw.outcomes) if o.digest})
     if raw.sandbox_error:
         ref.error = f"sandbox error: {raw.sandbox_error}"
     elif raw.load_error:

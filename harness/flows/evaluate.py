@@ -60,9 +60,6 @@ class Prepared:
     ref: ReferenceRun
     keep: list[int]  # index of each kept test in the original problem
     limits: list[float]
-    # Per kept test, the hash of the reference's output, when every one is known and equal
-    # outputs are how samples pass: samples then stop at their first output that differs.
-    expected_hashes: list[str | None] | None = None
 
 
 def evaluate(plugins, cfg: EvaluateConfig, executor=None) -> dict[str, Any]:
@@ -158,10 +155,7 @@ def reference_stage(run: Run, cfg: EvaluateConfig, samples: list[CodeSample], sk
             keep = [i for i in keep if i not in ref.failed]
             p = dataclasses.replace(p, tests=[p.tests[i] for i in keep])
         limits = bench.time_limits(p, [ref.times[i] for i in keep])
-        hashes = None
-        if bench.reference_expected(p) and bench.passes_by_equal_output(p) and all(i in ref.hashes for i in keep):
-            hashes = [ref.hashes[i] for i in keep]
-        prepared[p.task_id] = Prepared(p, ref, keep, limits, hashes)
+        prepared[p.task_id] = Prepared(p, ref, keep, limits)
     return prepared, reference_failures, timing
 
 
@@ -187,16 +181,14 @@ def sample_jobs(run: Run, cfg: EvaluateConfig, todo: list[CodeSample], prepared:
         jobs[job_id] = (s, ExecJob(job_id=job_id, code=s.code, tests=p.tests, entry_point=p.entry_point,
                                    prelude=p.prelude, time_limits=prep.limits, batch_timeout=batch_timeout(prep.limits),
                                    memory_mb=bench.memory_mb, fail_fast=True,
-                                   large_output="digest" if bench.reference_expected(p) else "value",
-                                   expected_hashes=prep.expected_hashes))
+                                   large_output="digest" if bench.reference_expected(p) else "value"))
     return jobs, copies
 
 
 def judge_stage(run: Run, cfg: EvaluateConfig, todo: list[CodeSample], prepared: dict[str, Prepared],
                 skipped: dict[str, str], log: VerdictLog) -> dict[str, float]:
     """Judge every sample still to do; large outputs whose digest differs from the
-    reference's, and samples that stopped at an output the checker accepts although it
-    differs from the reference's, are run again on full values."""
+    reference's are judged again on full values."""
     bench = run.bench
     jobs, copies = sample_jobs(run, cfg, todo, prepared, skipped, log)
 
@@ -215,7 +207,7 @@ def judge_stage(run: Run, cfg: EvaluateConfig, todo: list[CodeSample], prepared:
                 digest = lambda i: prep.ref.digests.get(prep.keep[i])  # noqa: E731
             v = judge(s.task_id, s.index, job, raw, bench.checker(prep.problem), expected, digest)
             if v.status == RECHECK:
-                recheck.append(dataclasses.replace(job, large_output="value", expected_hashes=None))
+                recheck.append(dataclasses.replace(job, large_output="value"))
                 return
             v.code_hash = code_hash(s.code)
             log.record(v)
@@ -244,7 +236,7 @@ def judge_stage(run: Run, cfg: EvaluateConfig, todo: list[CodeSample], prepared:
             return not checker.check(test, outcome.value, expected)[0]
 
         run_jobs(run.executor, [j for _, j in jobs.values()], on_result=landed, early_stop=settled_failure)
-        if recheck:  # outputs that differ from the reference's: judged on full values
+        if recheck:  # large outputs whose digest differed: judge them on full values
             run_jobs(run.executor, recheck, on_result=landed, early_stop=settled_failure)
     return {"evaluate_s": time.perf_counter() - t0, "executed_programs": len(jobs), "rechecked_samples": len(recheck)}
 

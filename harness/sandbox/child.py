@@ -5,16 +5,12 @@ Protocol (one JSON object per line on the result pipe, nothing else):
     {"x": i, "v": tree} | {"x": i, "e": msg}       phase 1: expected side of test i
     {"load": "ok"} | {"load": "error", "e": msg}    phase 2: the program was loaded
     {"i": i, "s": "ok", "v": tree, "t": secs}       phase 3: outcome of test i, in order
-                                                    ("h": SHA-256 of a large value's text,
-                                                    "k": its first 16 hex digits, when asked)
     {"i": i, "s": "exception"|"timeout", "e": msg, "t": secs}
     {"i": i, "s": "passed"|"failed", "e": msg, "d": {...}, "t": secs}   (script tests)
     {"done": true}
 
 Phase 1 runs before the program under test exists in the process, so expected values are
-its own. A test may carry "xh", the hash ("k") of its expected output: with fail_fast the
-child stops after the first output whose hash differs, so that a wrong program stops
-without waiting for the parent to cancel it. The hash does not reveal the expected value. Values leave as plain data (harness.plaindata); the parent compares them. The
+its own. Values leave as plain data (harness.plaindata); the parent compares them. The
 program may write to this pipe too, but a forged line can only duplicate or reorder
 records, which the parent treats as tampering (a failed verdict).
 
@@ -82,26 +78,17 @@ class _Channel:
     def send(self, record: dict) -> None:
         self._write(_ENCODER.encode(record) + "\n")
 
-    def send_ok(self, i: int, text: str, took: float, large_output: str, digest: str | None,
-                hash_outputs: bool) -> None:
-        """A test's value (already JSON text; ``digest``: the SHA-256 of its encoding, when it
-        was computed). A large one may travel as its SHA-256 alone: the digest says nothing
-        about the expected value, so it cannot be forged."""
+    def send_ok(self, i: int, text: str, took: float, large_output: str) -> None:
+        """A test's value (already JSON text). A large one may travel as its SHA-256 alone:
+        the digest says nothing about the expected value, so it cannot be forged."""
         fields = [f'"i":{i}', '"s":"ok"', f'"t":{took!r}']
         if len(text) > LARGE_OUTPUT_BYTES and large_output in ("digest", "both"):
-            digest = digest or _sha256(text)
-            fields.append(f'"h":"{digest}"')
+            fields.append(f'"h":"{hashlib.sha256(text.encode()).hexdigest()}"')
             if large_output == "both":
                 fields.append(f'"v":{text}')
         else:
             fields.append(f'"v":{text}')
-        if hash_outputs:
-            fields.append(f'"k":"{(digest or _sha256(text))[:16]}"')
         self._write("{" + ",".join(fields) + "}\n")
-
-
-def _sha256(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _describe(exc: BaseException) -> str:
@@ -164,8 +151,6 @@ def _run(job: dict, channel: _Channel) -> None:
     tests = job["tests"]
     limits = job["time_limits"]
     large_output = job.get("large_output", "value")
-    hash_outputs = bool(job.get("hash_outputs"))
-    fail_fast = job.get("fail_fast", True)
     entry_point = job.get("entry_point")
     prelude = job.get("prelude") or ""
     pristine_builtins = dict(builtins.__dict__)
@@ -246,18 +231,14 @@ def _run(job: dict, channel: _Channel) -> None:
             except plaindata.PlainDataError as exc:
                 channel.send({"i": i, "s": "exception", "e": f"output is not plain data: {exc}", "t": took})
                 continue
-            expected_hash = test.get("xh")
-            digest = _sha256(text) if expected_hash or hash_outputs else None
-            channel.send_ok(i, text, took, large_output, digest, hash_outputs)
-            if fail_fast and expected_hash and digest[:16] != expected_hash:
-                break  # not the expected output: most likely the verdict is settled (the parent decides)
+            channel.send_ok(i, text, took, large_output)
         except _TestTimeout:
             channel.send({"i": i, "s": "timeout", "e": f"exceeded {limits[i]:.3g}s", "t": time.perf_counter() - start})
-            if fail_fast or job.get("stop_on_timeout", False):
+            if job.get("fail_fast", True) or job.get("stop_on_timeout", False):
                 break
         except BaseException as exc:  # noqa: BLE001 - SystemExit/KeyboardInterrupt are failures too
             channel.send({"i": i, "s": "exception", "e": _describe(exc), "t": time.perf_counter() - start})
-            if fail_fast:
+            if job.get("fail_fast", True):
                 break
     channel.send({"done": True})
 

@@ -72,13 +72,11 @@ class ZygoteExecutor(Executor):
         return {"executor": self.name, "workers": self.workers, "wrapper": self.wrapper, **self.pool.start()}
 
     def run(self, jobs: Sequence[ExecJob], early_stop=None) -> Iterator[RawResult]:
-        encode = PayloadEncoder(stream=early_stop is not None)
+        encode = PayloadEncoder()
         streams: dict[str, RecordStream] = {}  # with early_stop: records parsed as they stream in
 
         def stream_of(job: ExecJob) -> RecordStream | None:
-            if early_stop is None or job.expected_hashes is not None:  # the latter stop themselves
-                return None
-            return streams.setdefault(job.job_id, RecordStream(job, early_stop))
+            return streams.setdefault(job.job_id, RecordStream(job, early_stop)) if early_stop else None
 
         for job, (header, result) in self.pool.map_unordered(
                 jobs, encode, lambda job, exc: ({"sandbox_error": f"{type(exc).__name__}: {exc}"}, b""),

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import argparse
 import collections
-import fcntl
 import importlib
 import json
 import os
+import select
 import selectors
 import shutil
 import signal
@@ -30,11 +30,7 @@ from codea1.harness import plaindata
 from codea1.harness.sandbox import child, confine
 
 OUTPUT_CAP = 64 * 1024  # bytes of stdout / stderr kept per job
-# Results that are not streamed are read at most this often while the child runs: a wake-up
-# per record (HumanEval+ runs up to 1,000 tests a program) cost more than the records. The
-# result pipe is enlarged so that the child rarely waits for the reads.
-RESULT_POLL_SECONDS = 0.002
-RESULT_PIPE_BYTES = 1 << 20
+TESTS_CACHE_BYTES = 4 << 20  # of tests as sent (JSON); the parent sends them again when asked
 RESULT_CAP = 256 * 1024 * 1024  # bytes of result records accepted per job
 SAFE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
             "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
@@ -50,7 +46,7 @@ class Zygote:
         self.file_mb = file_mb
         self.output_cap = output_cap
         self.root = tempfile.mkdtemp(prefix="codea1-zygote-")
-        self.reply = reply  # when set, result bytes of jobs that ask for it are streamed
+        self.reply = reply  # when set, result bytes are streamed as they arrive
         self.control_fd = control_fd  # "cancel JOB_ID" lines from the parent
         self.control_buffer = b""
         self.job_id = None
@@ -79,10 +75,6 @@ class Zygote:
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         res_r, res_w = os.pipe()
-        try:
-            fcntl.fcntl(res_w, fcntl.F_SETPIPE_SZ, RESULT_PIPE_BYTES)
-        except (OSError, AttributeError):  # above the system's pipe-max-size, or not Linux
-            pass
         sys.stdout.flush()
         start = time.monotonic()
         pid = os.fork()
@@ -104,10 +96,7 @@ class Zygote:
             os.close(fd)
         deadline = start + float(job.get("batch_timeout", 60.0)) + 1.0
         self.job_id = str(job.get("job_id"))
-        # Streamed: result bytes are passed on as they arrive (the parent may cancel the job
-        # on what it reads); otherwise they come back with the reply, in one piece.
-        stream = self.reply is not None and job.get("stream", True) is not False
-        reply = self._supervise(pid, out_r, err_r, res_r, deadline, stream)
+        reply = self._supervise(pid, out_r, err_r, res_r, deadline)
         reply["job_id"] = job.get("job_id")
         if "nonce" in job:  # echoed, so a client can tell this reply belongs to its request
             reply["nonce"] = job["nonce"]
@@ -117,7 +106,7 @@ class Zygote:
         shutil.rmtree(workdir, ignore_errors=True)
         return reply
 
-    def _supervise(self, pid: int, out_r: int, err_r: int, res_r: int, deadline: float, stream: bool) -> dict:
+    def _supervise(self, pid: int, out_r: int, err_r: int, res_r: int, deadline: float) -> dict:
         buffers = {out_r: bytearray(), err_r: bytearray(), res_r: bytearray()}
         caps = {out_r: self.output_cap, err_r: self.output_cap, res_r: RESULT_CAP}
         overflow = {out_r: 0, err_r: 0, res_r: 0}
@@ -129,18 +118,12 @@ class Zygote:
         exit_reason = "finished"
         streamed = 0
         open_fds = set(buffers)
-        paused_until = None  # results not streamed: res_r is left out of the selector until then
         while open_fds:
-            now = time.monotonic()
-            remaining = deadline - now
+            remaining = deadline - time.monotonic()
             if remaining <= 0:
                 exit_reason = "timeout"
                 break
-            if paused_until is not None and (now >= paused_until or not open_fds & {out_r, err_r}):
-                sel.register(res_r, selectors.EVENT_READ)  # the pause is over, or the child is gone
-                paused_until = None
-            wait = min(remaining, 0.5) if paused_until is None else min(remaining, paused_until - now)
-            for key, _ in sel.select(timeout=wait):
+            for key, _ in sel.select(timeout=min(remaining, 0.5)):
                 fd = key.fd
                 if fd == self.control_fd:
                     if self._cancel_requested():
@@ -150,8 +133,8 @@ class Zygote:
                     if self.control_fd is None:  # the parent closed it
                         sel.unregister(fd)
                     continue
-                data = os.read(fd, RESULT_PIPE_BYTES if fd == res_r else 1 << 16)
-                if fd == res_r and stream and data:
+                data = os.read(fd, 1 << 16)
+                if fd == res_r and self.reply is not None and data:
                     streamed += len(data)
                     if streamed > RESULT_CAP:  # the parent must not be flooded either
                         exit_reason = "protocol: result records exceed the cap"
@@ -170,9 +153,6 @@ class Zygote:
                     exit_reason = "protocol: result records exceed the cap"
                     open_fds.clear()
                     break
-                if fd == res_r and not stream and open_fds & {out_r, err_r}:
-                    sel.unregister(res_r)
-                    paused_until = time.monotonic() + RESULT_POLL_SECONDS
         sel.close()
         status = self._reap(pid, deadline if exit_reason == "finished" else 0)
         if status is None:
@@ -207,16 +187,28 @@ class Zygote:
     def _reap(pid: int, deadline: float):
         """Wait for the child until deadline; kill its whole group when it is late.
         Returns the wait status, or None when it had to be killed."""
-        while True:
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                _kill_group(pid)
-                return status
-            if time.monotonic() >= deadline:
-                _kill_group(pid)
-                os.waitpid(pid, 0)
-                return None
-            time.sleep(0.002)
+        try:  # a pidfd turns readable when the child exits: no polling (Linux 5.3+)
+            exited = os.pidfd_open(pid)
+        except (AttributeError, OSError):
+            exited = None
+        try:
+            while True:
+                done, status = os.waitpid(pid, os.WNOHANG)
+                if done:
+                    _kill_group(pid)
+                    return status
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    _kill_group(pid)
+                    os.waitpid(pid, 0)
+                    return None
+                if exited is not None:
+                    select.select([exited], [], [], remaining)
+                else:
+                    time.sleep(min(remaining, 0.002))
+        finally:
+            if exited is not None:
+                os.close(exited)
 
     def close(self):
         shutil.rmtree(self.root, ignore_errors=True)
@@ -277,7 +269,9 @@ def main(argv=None) -> int:
                    "preloaded": preloaded, "preload_failed": failed, "uid": os.getuid(),
                    "python": sys.version.split()[0]}, b"")
     # Tests are sent once per problem and kept here decoded; children inherit them by fork.
-    tests_cache: collections.OrderedDict[str, list] = collections.OrderedDict()
+    # Kept small: every fork copies the page tables of this process, and every child's exit
+    # tears them down.
+    tests_cache: collections.OrderedDict[str, tuple[list, int]] = collections.OrderedDict()
     try:
         for line in sys.stdin:
             if not line.strip():
@@ -290,12 +284,13 @@ def main(argv=None) -> int:
                         if test.get("args") is not None:
                             test["args_value"] = plaindata.from_tree(test["args"])
                     if key:
-                        tests_cache[key] = job["tests"]
-                        while len(tests_cache) > 256:
+                        tests_cache[key] = (job["tests"], len(line))
+                        while len(tests_cache) > 1 and (len(tests_cache) > 256 or sum(
+                                size for _, size in tests_cache.values()) > TESTS_CACHE_BYTES):
                             tests_cache.popitem(last=False)
                 elif key in tests_cache:
                     tests_cache.move_to_end(key)
-                    job["tests"] = tests_cache[key]
+                    job["tests"] = tests_cache[key][0]
                 else:
                     _reply(reply, {"job_id": job.get("job_id"), "need_tests": True}, b"")
                     continue
