@@ -123,8 +123,9 @@ class ExecJob(_Record):
     # Without fail_fast: stop at the first timeout all the same (a hanging program's later tests
     # count as not run, as when one process runs them all under one deadline).
     stop_on_timeout: bool = False
-    # How outputs larger than 64 KiB (encoded) come back: "value", "digest" (SHA-256 of the
-    # encoding only: the parent compares it with the reference's digest) or "both".
+    # How outputs larger than 64 KiB (encoded) come back: "value", "digest" (a SHA-256 only,
+    # see sandbox.child.encode_for_channel: the parent compares it with the reference's
+    # digest) or "both".
     large_output: str = "value"
 
 

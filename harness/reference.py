@@ -21,7 +21,7 @@ from codea1.harness.judge import Checker, judge
 from codea1.harness.progress import stage_bar
 from codea1.harness.records import ExecJob, Problem, RawResult
 
-CACHE_VERSION = "3"  # bump when what a reference run records changes (judging large outputs: 3)
+CACHE_VERSION = "5"  # bump when what a reference run records changes (large outputs: 3, their digests: 5)
 REFERENCE_TEST_LIMIT = 60.0  # seconds per test for the reference (evalplus gives it no limit)
 
 

@@ -7,6 +7,8 @@ always-equal cases)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from codea1_testkit import run_code
 
@@ -112,3 +114,56 @@ def test_a_job_can_stop_at_its_first_timeout_without_failing_fast(executor):
         statuses[stop] = [t.status for t in judge("t", 0, job, raw).tests]
     assert statuses[True] == ["fail", "pass", "timeout", "not_run"]
     assert statuses[False] == ["fail", "pass", "timeout", "pass"]
+
+
+def test_large_containers_are_digested_by_value_alone():
+    """The digest of a large container is a function of its value: shared and distinct
+    string objects, lists built either way, give the same digest; another type (1.0 for
+    1) or another value gives another. Small values and "value" jobs carry their text."""
+    from codea1.harness.sandbox.child import LARGE_OUTPUT_BYTES, encode_for_channel
+
+    word = "ab" * 10
+    shared = [word] * 5000
+    distinct = ["".join(["ab"] * 10) for _ in range(5000)]
+    assert shared[0] is shared[1] and distinct[0] is not distinct[1]
+    text, digest = encode_for_channel(shared, "digest")
+    assert text is None and len(digest) == 64
+    assert encode_for_channel(distinct, "digest") == (None, digest)
+    assert encode_for_channel(tuple(distinct), "digest")[1] != digest  # a tuple is not a list
+    numbers = [1, 2.5] * 20000
+    assert encode_for_channel(numbers, "digest")[1] != encode_for_channel([1.0, 2.5] * 20000, "digest")[1]
+    both_text, both_digest = encode_for_channel(numbers, "both")
+    assert both_digest == encode_for_channel(numbers, "digest")[1] and json.loads(both_text) == numbers
+    assert encode_for_channel(numbers, "value") == (json.dumps(numbers, separators=(",", ":")), None)
+    assert encode_for_channel([1, 2], "digest") == ("[1,2]", None)
+    long_text = "x" * (LARGE_OUTPUT_BYTES + 1)
+    assert encode_for_channel(long_text, "digest")[0] is None
+    assert encode_for_channel({"k": long_text}, "both")[0] == json.dumps({"d": [["k", long_text]]},
+                                                                        separators=(",", ":"))
+
+
+def test_large_outputs_are_judged_on_digests_and_rechecked_on_values(plugins, tmp_path):
+    """A HumanEval+ task whose outputs exceed 64 KiB (HumanEval/130: lists of up to a
+    million numbers): the canonical solution passes on digests alone (no recheck); a
+    solution returning the same numbers as floats differs in its digests, is run again
+    on values and passes as in evalplus (1 == 1.0); one wrong only for large n differs in
+    its digests too, and fails on values."""
+    import gzip
+
+    from conftest import shared_file
+
+    from codea1.harness.flows.evaluate import EvaluateConfig, evaluate
+
+    data = shared_file("humanevalplus", "HumanEvalPlus-v0.1.10.jsonl.gz")
+    task = next(json.loads(line) for line in gzip.open(data, "rt") if '"HumanEval/130"' in line)
+    canonical = task["prompt"] + task["canonical_solution"]
+    as_floats = canonical.replace("def tri(n):", "def tri(n):\n    return [float(x) for x in _tri(n)]\n\ndef _tri(n):")
+    wrong_for_large = canonical.replace("def tri(n):", "def tri(n):\n    return _tri(n) if n < 5000 else _tri(n)[:-1]\n"
+                                                       "\ndef _tri(n):")
+    samples = tmp_path / "samples.jsonl"
+    samples.write_text("".join(json.dumps({"task_id": "HumanEval/130", "solution": s}) + "\n"
+                               for s in (canonical, as_floats, wrong_for_large)))
+    results = evaluate(plugins, EvaluateConfig(benchmark="humaneval+", data=str(data), samples=str(samples),
+                                               tasks=["HumanEval/130"], out=str(tmp_path / "run"), progress=False))
+    assert results["tasks"]["HumanEval/130"]["statuses"] == ["pass", "pass", "fail"]
+    assert results["timing"]["rechecked_samples"] == 2  # the canonical one needed none
