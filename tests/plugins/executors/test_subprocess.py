@@ -153,3 +153,31 @@ def test_a_record_cut_by_the_cancel_is_not_taken_for_tampering(executor):
         verdict = judge("t", 0, job, raw)
         assert verdict.status == FAIL and verdict.first_failure["test"] == "assert/0", verdict.message
         assert not raw.exit.startswith("protocol:")
+
+
+def test_tests_the_zygote_let_go_are_sent_again(monkeypatch):
+    """A zygote keeps about 4 MB of tests (each fork copies its page tables): with two
+    problems of 3 MB each it holds one, asks for the other's tests again ("need_tests"),
+    and every job still runs against its own tests."""
+    from codea1.harness.execution import run_jobs
+    from codea1.harness.records import ExecJob, TestCase
+    from codea1.harness.sandbox import pool
+    from codea1.harness.sandbox.executor import ZygoteExecutor
+
+    asked_again = []
+    send = pool._Zygote._send
+
+    def counting_send(self, text, job_id, on_chunk):
+        header, body = send(self, text, job_id, on_chunk)
+        if header.get("need_tests"):
+            asked_again.append(job_id)
+        return header, body
+
+    monkeypatch.setattr(pool._Zygote, "_send", counting_send)
+    problems = [[TestCase(id=name, args=[name * 3_000_000], has_expected=False)] for name in ("a", "b")]
+    jobs = [ExecJob(job_id=f"{i}", code="def f(s):\n    return s[0] + str(len(s))\n", tests=problems[i % 2],
+                    entry_point="f", time_limits=[10.0], batch_timeout=60) for i in range(4)]
+    with ZygoteExecutor(workers=1) as executor:
+        results = run_jobs(executor, jobs)
+    assert [results[str(i)].outcomes[0].value for i in range(4)] == ["a3000000", "b3000000"] * 2
+    assert asked_again == ["2", "3"]
