@@ -19,6 +19,8 @@ from __future__ import annotations
 import functools
 import importlib
 import os
+import sys
+import types
 from typing import Any
 
 from codea1.harness.benchmark import Benchmark, BenchmarkError
@@ -40,7 +42,7 @@ def load_evalplus_problems(dataset: str, data: str | None) -> dict[str, dict]:
             raise BenchmarkError(f"--data {data}: not a {dataset}+ file: its first record's field 'task_id' is "
                                  f"{first.get('task_id')!r}, where {dataset}+ task ids start with {prefix!r}")
         os.environ[env_var] = os.path.abspath(data)
-    module = importlib.import_module(module_name)
+    module = import_evalplus_data(module_name)
     if data:
         # evalplus reads the variable at import time; set it again for a module imported earlier.
         setattr(module, env_var, os.path.abspath(data))
@@ -49,6 +51,38 @@ def load_evalplus_problems(dataset: str, data: str | None) -> dict[str, dict]:
     except Exception as exc:
         where = data or "evalplus' download"
         raise BenchmarkError(f"{where}: evalplus could not load {dataset}+: {type(exc).__name__}: {exc}") from exc
+
+
+def import_evalplus_data(module_name: str):
+    """Import a module of ``evalplus.data`` without the second of start-up its package spends
+    importing ``datasets`` (pandas, pyarrow) for ``load_dataset``, which only evalplus'
+    EvalPerf loader calls: while the package is imported, a stand-in ``datasets`` module
+    offers a ``load_dataset`` that imports the real one on first use. Imported as usual when
+    ``datasets`` is already loaded, or when evalplus wants more of it than that name."""
+    if "evalplus.data" in sys.modules or "datasets" in sys.modules:
+        return importlib.import_module(module_name)
+    stand_in = types.ModuleType("datasets")
+
+    def load_dataset(*args, **kwargs):
+        if sys.modules.get("datasets") is stand_in:
+            del sys.modules["datasets"]
+        import datasets
+
+        return datasets.load_dataset(*args, **kwargs)
+
+    stand_in.load_dataset = load_dataset
+    sys.modules["datasets"] = stand_in
+    try:
+        return importlib.import_module(module_name)
+    except ImportError:  # a name the stand-in lacks: import the package as it is
+        for name in [m for m in sys.modules if m == "evalplus.data" or m.startswith("evalplus.data.")]:
+            del sys.modules[name]
+        if sys.modules.get("datasets") is stand_in:
+            del sys.modules["datasets"]
+        return importlib.import_module(module_name)
+    finally:
+        if sys.modules.get("datasets") is stand_in:
+            del sys.modules["datasets"]
 
 
 def problems_from_evalplus(raw: dict[str, dict], dataset: str) -> list[Problem]:

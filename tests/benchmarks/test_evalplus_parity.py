@@ -190,3 +190,28 @@ def test_an_evalplus_results_file_is_written_beside_results_json(plugins, tmp_pa
     assert entries[1]["base_fail_tests"] and entries[1]["plus_fail_tests"] == []  # plus not run after base failed
     assert len(entries[2]["plus_fail_tests"][0][0]) >= 100  # the failing input, as evalplus records it
     assert ours["tasks"]["HumanEval/23"]["statuses"] == ["pass", "fail", "fail"]
+
+
+def test_evalplus_data_loads_without_importing_datasets_until_evalplus_needs_it(tmp_path):
+    """evalplus.data imports `datasets` (a second of start-up) for one function HumanEval+
+    and MBPP+ never call: a fresh interpreter loads both benchmarks without it, and that
+    function still reaches the real package when called."""
+    code = f"""
+import os, sys
+from codea1.harness.plugin_manager import load_plugins
+plugins = load_plugins()
+for name, path in (("humaneval+", {str(shared_file("humanevalplus", "HumanEvalPlus-v0.1.10.jsonl.gz"))!r}),
+                   ("mbpp+", {str(shared_file("mbppplus", "MbppPlus-v0.2.0.jsonl.gz"))!r})):
+    assert len(plugins.benchmarks.create(name, {{"data": path}}).load()) > 100
+assert "datasets" not in sys.modules and "pandas" not in sys.modules
+import evalplus.data
+try:
+    evalplus.data.load_dataset({str(tmp_path / "no-such-dataset")!r})
+except Exception:
+    pass
+print(getattr(sys.modules.get("datasets"), "__file__", None))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().endswith("__init__.py")  # the real datasets package, imported on use
