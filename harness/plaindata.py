@@ -84,6 +84,10 @@ def to_tree(value: Any, strict: bool = False) -> Any:
     """Turn ``value`` into a JSON-able tree of builtins; never calls methods of user classes
     except the base-type constructors of builtin subclasses. A value that is not plain data
     becomes an opaque leaf, or, with ``strict``, stops the walk (``_NotPlain``)."""
+    if type(value) is list and len(value) < MAX_ITEMS:  # most values: no walk to set up
+        fast = _scalar_list(value)
+        if fast is not None:
+            return fast
     budget = [MAX_ITEMS]
 
     def walk(v: Any, depth: int) -> Any:

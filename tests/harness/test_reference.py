@@ -1,0 +1,32 @@
+"""The reference cache's key: equal for equal problems, different whenever anything a
+reference run depends on differs."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from codea1.harness.records import Problem
+from codea1.harness.records import TestCase as Case  # not "Test...": pytest would collect it
+from codea1.harness.reference import problem_key
+
+
+def problem(*args, expected=None, **changes) -> Problem:
+    tests = [Case(id=f"t{i}", args=[a], has_expected=expected is not None, expected=expected)
+             for i, a in enumerate(args)]
+    return dataclasses.replace(Problem(task_id="p", prompt="", entry_point="f", reference="def f(x):\n    return x\n",
+                                       tests=tests), **changes)
+
+
+def test_problem_key_tells_apart_what_a_reference_run_depends_on():
+    base = problem(1, [2, 3], "a")
+    assert problem_key(base) == problem_key(problem(1, [2, 3], "a"))  # built anew: same key
+    assert problem_key(dataclasses.replace(base, task_id="q")) == problem_key(base)  # the name is not content
+    different = [problem(1.0, [2, 3], "a"), problem(True, [2, 3], "a"), problem(1, (2, 3), "a"), problem(1, [2, 3], "b"),
+                 problem(1, [2, 3]), problem(1, [2, 3], "a", expected=1), problem(1, [2, 3], "a", prelude="x = 1"),
+                 problem(1, [2, 3], "a", reference="def f(x):\n    return -x\n"),
+                 problem(1, [2, 3], "a", entry_point="g")]
+    keys = {problem_key(p) for p in different}
+    assert len(keys) == len(different) and problem_key(base) not in keys
+    call = dataclasses.replace(base, tests=[Case(id="c", call="f(1)", expected=1)])
+    assert problem_key(call) != problem_key(dataclasses.replace(call, tests=[Case(id="c", call="f(1)", expected=1,
+                                                                                      op="!=")]))
