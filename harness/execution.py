@@ -103,17 +103,27 @@ _ENCODED_TESTS: dict[int, tuple[list, str, str]] = {}
 _ENCODED_LOCK = threading.Lock()
 
 
+TESTS_FORMAT = "1"  # of encoded_tests' JSON; change it with _test_tree (encodings are saved on disk)
+
+
 def encoded_tests(tests: list[TestCase]) -> tuple[str, str]:
     """(fingerprint, JSON) of a problem's tests as the sandbox receives them. Encoded once per
     process per tests list: every sample of a problem shares it."""
     cached = _ENCODED_TESTS.get(id(tests))
     if cached is None or cached[0] is not tests:
-        text = json.dumps([_test_tree(t) for t in tests], separators=(",", ":"))
-        cached = (tests, hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32], text)
-        with _ENCODED_LOCK:  # executors encode jobs from several threads
-            _ENCODED_TESTS[id(tests)] = cached  # holds the list, so its id cannot be reused
-            if len(_ENCODED_TESTS) > 8192:  # a long training run makes new tests lists every step
-                del _ENCODED_TESTS[next(iter(_ENCODED_TESTS))]
+        return adopt_encoded_tests(tests, json.dumps([_test_tree(t) for t in tests], separators=(",", ":")))
+    return cached[1], cached[2]
+
+
+def adopt_encoded_tests(tests: list[TestCase], text: str) -> tuple[str, str]:
+    """Make ``text`` the encoding of ``tests`` in this process: what encoded_tests made of
+    equal tests, saved (the reference cache keeps it beside each problem's results: encoding
+    HumanEval+'s inputs takes a second)."""
+    cached = (tests, hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32], text)
+    with _ENCODED_LOCK:  # executors encode jobs from several threads
+        _ENCODED_TESTS[id(tests)] = cached  # holds the list, so its id cannot be reused
+        if len(_ENCODED_TESTS) > 8192:  # a long training run makes new tests lists every step
+            del _ENCODED_TESTS[next(iter(_ENCODED_TESTS))]
     return cached[1], cached[2]
 
 

@@ -4,7 +4,8 @@ and which golden tests the reference itself fails.
 
 Results are cached on disk, one file per problem, named by a fingerprint of everything that
 determines them. Large outputs (HumanEval+ has single answers of 100+ MB) live in a side
-file that is read only when a value is actually needed.
+file that is read only when a value is actually needed; another side file holds the tests
+as encoded for the sandbox, so that a warm run does not encode them again.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from codea1.harness import plaindata
-from codea1.harness.execution import Executor, run_jobs
+from codea1.harness.execution import TESTS_FORMAT, Executor, adopt_encoded_tests, encoded_tests, run_jobs
 from codea1.harness.judge import Checker, judge
 from codea1.harness.progress import stage_bar
 from codea1.harness.records import ExecJob, Problem, RawResult
@@ -70,6 +71,11 @@ class ReferenceRun:
             raise FileNotFoundError(large)
         return cls(d["times"], {int(k): plaindata.from_tree(v) for k, v in d["values"].items()}, digests,
                    {int(k): v for k, v in d["failed"].items()}, d.get("error"), large if digests else None)
+
+
+def _tests_path(path: Path) -> Path:
+    """Beside a problem's results: its tests as encoded for the sandbox."""
+    return path.with_suffix(f".tests{TESTS_FORMAT}.json")
 
 
 def _atomic_write(path: Path, text: str) -> None:
@@ -133,6 +139,7 @@ def run_references(problems: Sequence[Problem], executor: Executor, *, checks_te
         if use_cache and path.exists():
             try:
                 out[p.task_id] = ReferenceRun.load(path)
+                adopt_encoded_tests(p.tests, _tests_path(path).read_text())
                 continue
             except (OSError, ValueError, KeyError):
                 pass  # torn or stale cache entry: recomputed below
@@ -145,6 +152,7 @@ def run_references(problems: Sequence[Problem], executor: Executor, *, checks_te
         ref = _summarise(p, job, raw, checks_tests(p))
         out[p.task_id] = ref
         if use_cache and not (ref.error and ref.error.startswith("sandbox error")):
+            _atomic_write(_tests_path(path), encoded_tests(p.tests)[1])  # first: load() needs both
             ref.save(path)
         bar.update(1)
 

@@ -30,3 +30,25 @@ def test_problem_key_tells_apart_what_a_reference_run_depends_on():
     call = dataclasses.replace(base, tests=[Case(id="c", call="f(1)", expected=1)])
     assert problem_key(call) != problem_key(dataclasses.replace(call, tests=[Case(id="c", call="f(1)", expected=1,
                                                                                       op="!=")]))
+
+
+def test_a_warm_run_reads_the_tests_encoding_saved_beside_the_results(executor, tmp_path, monkeypatch):
+    """The first run encodes the tests for the sandbox and saves the encoding beside the
+    reference's results; a run that finds both encodes nothing and sends the same text."""
+    from codea1.harness import execution
+    from codea1.harness.reference import run_references
+
+    monkeypatch.setenv("CODEA1_CACHE_DIR", str(tmp_path))
+    p = problem(1, [2, 3], "a")
+    first = run_references([p], executor, checks_tests=lambda p: False)["p"]
+    assert first.values == {0: 1, 1: [2, 3], 2: "a"}
+    saved = list((tmp_path / "reference").glob(f"*.tests{execution.TESTS_FORMAT}.json"))
+    assert len(saved) == 1 and saved[0].read_text() == execution.encoded_tests(p.tests)[1]
+
+    def no_encoding(test):
+        raise AssertionError("encoded again")
+
+    monkeypatch.setattr(execution, "_test_tree", no_encoding)
+    again = problem(1, [2, 3], "a")  # a new list: nothing of the first run in memory
+    assert run_references([again], executor, checks_tests=lambda p: False)["p"].values == first.values
+    assert execution.encoded_tests(again.tests) == execution.encoded_tests(p.tests)
