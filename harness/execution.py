@@ -19,7 +19,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 
 from codea1.harness import plaindata
 from codea1.harness.errors import Codea1Error
-from codea1.harness.records import ExecJob, RawOutcome, RawResult, TestCase
+from codea1.harness.records import NOT_RUN, ExecJob, RawOutcome, RawResult, TestCase
 
 DEFAULT_MIN_TIME_LIMIT = 1.0  # evalplus' defaults
 DEFAULT_TIME_FACTOR = 4.0
@@ -99,6 +99,8 @@ def _test_tree(test: TestCase) -> dict:
     return tree
 
 
+_SCAN = json.JSONDecoder().scan_once  # json.loads' own C scanner (strict: no raw control characters)
+
 _ENCODED_TESTS: dict[int, tuple[list, str, str]] = {}
 _ENCODED_LOCK = threading.Lock()
 
@@ -155,7 +157,7 @@ class RecordParser:
 
     def __init__(self, job: ExecJob):
         self.job = job
-        self.outcomes = [RawOutcome(status="not_run") for _ in job.tests]
+        self.outcomes = [NOT_RUN] * len(job.tests)
         self.expected: dict[int, tuple[bool, object]] = {}
         self.loaded: str | None = None
         self.load_error: str | None = None
@@ -167,16 +169,59 @@ class RecordParser:
     def feed(self, data: bytes) -> list[tuple[int, RawOutcome]]:
         """Parse the complete lines in ``data`` (a trailing partial line waits for the next
         call); return the test outcomes among them, in order."""
-        *lines, self.partial = (self.partial + data).split(b"\n")
+        buffer = self.partial + data
+        cut = buffer.rfind(b"\n") + 1
+        self.partial = buffer[cut:]
+        if not cut or self.violation:
+            return []
+        try:
+            text = buffer[:cut].decode()
+        except UnicodeDecodeError:
+            return self._lines(buffer[:cut].split(b"\n"))
+        found = []
+        pos, size = 0, len(text)
+        while pos < size and not self.violation:
+            newline = text.index("\n", pos)
+            if newline == pos:
+                pos += 1
+                continue
+            # The C scanner on one line: what json.loads does less its per-call set-up. Any
+            # line it does not read as exactly one value (whitespace around it, say) goes
+            # through json.loads as before, on its own bytes.
+            try:
+                rec, end = _SCAN(text, pos)
+            except (StopIteration, ValueError):
+                end = -1
+            if end == newline:
+                outcome = self.accept(rec)
+            else:
+                outcome = self._lines([text[pos:newline].encode()])
+                outcome = outcome[0] if outcome else None
+            if outcome is not None:
+                found.append(outcome)
+            pos = newline + 1
+        return found
+
+    def _lines(self, lines: list[bytes]) -> list[tuple[int, RawOutcome]]:
         return [found for line in lines if line.strip() and (found := self.record(line)) is not None]
 
     def record(self, line: bytes | str) -> tuple[int, RawOutcome] | None:
-        """One record; returns (index, outcome) for a test record."""
+        """One record line; returns (index, outcome) for a test record."""
+        if self.violation:
+            return None
+        try:
+            rec = json.loads(line)
+        except ValueError as exc:
+            self.violation = f"protocol: {exc}"
+            return None
+        return self.accept(rec)
+
+    def accept(self, rec) -> tuple[int, RawOutcome] | None:
+        """One decoded record; returns (index, outcome) for a test record."""
         if self.violation:
             return None
         job, n = self.job, len(self.job.tests)
         try:
-            rec = json.loads(line)
             if type(rec) is not dict:
                 raise ValueError("record is not an object")
             if self.done:
@@ -234,6 +279,8 @@ class RecordParser:
         self.partial = b""
         n, outcomes, load_error = len(self.job.tests), self.outcomes, self.load_error
         for i, (ok, value) in self.expected.items():
+            if outcomes[i] is NOT_RUN:
+                outcomes[i] = RawOutcome("not_run")
             if ok:
                 outcomes[i].expected = value
             else:
@@ -272,7 +319,7 @@ def parse_records(job: ExecJob, data: bytes | Iterable[str], exit_reason: str, s
 
 
 def sandbox_failure(job: ExecJob, message: str) -> RawResult:
-    return RawResult(job_id=job.job_id, outcomes=[RawOutcome("not_run") for _ in job.tests],
+    return RawResult(job_id=job.job_id, outcomes=[NOT_RUN] * len(job.tests),
                      exit="sandbox", sandbox_error=message)
 
 

@@ -82,6 +82,45 @@ class Checker:
         return False, f"got {short_repr(value)}, expected {test.op} {short_repr(expected)}"
 
 
+class ReplayChecker(Checker):
+    """One sample's checks, shared by early stop and the judge: the judge asks again for the
+    comparisons early stop already made (every output of a passing sample), and gets them
+    back from a log instead of comparing again.
+
+    ``make()`` builds the sample's real checker. ``rewind()`` starts a replay: the k-th call
+    after it returns the k-th logged answer when it has the same arguments (the same test,
+    value and expected objects). Checkers may keep state across a sample's tests (evalplus'
+    float tolerance does), so at the first call that differs the replay ends: a fresh checker
+    goes through the matching calls again, then answers this one and the rest."""
+
+    def __init__(self, make: Callable[[], Checker]):
+        self.make = make
+        self.inner = make()
+        self.log: list[tuple[TestCase, Any, Any, tuple[bool, str]]] = []
+        self.position: int | None = None  # replaying: index of the next logged call
+
+    def rewind(self) -> "ReplayChecker":
+        self.position = 0
+        return self
+
+    def check(self, test: TestCase, value: Any, expected: Any) -> tuple[bool, str]:
+        k = self.position
+        if k is not None:
+            if k < len(self.log):
+                logged_test, logged_value, logged_expected, answer = self.log[k]
+                if logged_test is test and logged_value is value and logged_expected is expected:
+                    self.position = k + 1
+                    return answer
+                self.inner = self.make()
+                for past_test, past_value, past_expected, _ in self.log[:k]:
+                    self.inner.check(past_test, past_value, past_expected)
+                del self.log[k:]
+            self.position = None
+        answer = self.inner.check(test, value, expected)
+        self.log.append((test, value, expected, answer))
+        return answer
+
+
 RECHECK = "recheck"
 
 
@@ -116,14 +155,8 @@ def judge(task_id: str, sample_index: int, job: ExecJob, raw: RawResult,
         verdict.first_failure = {"test": "", "message": raw.load_error}
         return verdict
 
-    settled = False  # fail_fast: a test failed or timed out; the rest are not part of the verdict
+    tests = verdict.tests
     for i, (test, outcome) in enumerate(zip(job.tests, raw.outcomes)):
-        if settled:
-            # Not judged at all: how many of them ran before early stop cancelled the job
-            # depends on timing, and verdicts must not (see below); judging them would only
-            # cost time (a wrong program's outputs compared and described one by one).
-            verdict.tests.append(TestVerdict(test.id, "not_run", "", 0.0))
-            continue
         status, message = "pass", ""
         if outcome.status == "ok" and outcome.digest is not None and job.large_output == "digest":
             # An exact match on a digest skips the checker, and with it evalplus' sticky
@@ -150,35 +183,36 @@ def judge(task_id: str, sample_index: int, job: ExecJob, raw: RawResult,
             status, message = "timeout", outcome.message
         else:
             status = "not_run"
-        verdict.tests.append(TestVerdict(test.id, status, message, outcome.time))
-        settled = job.fail_fast and status in ("fail", "timeout")
+        tests.append(TestVerdict(test.id, status, message, outcome.time))
+        if job.fail_fast and status in ("fail", "timeout"):
+            # The tests after it are not part of the verdict, and not judged at all: how
+            # many of them ran before early stop cancelled the job depends on timing, and
+            # verdicts must not; judging them would only cost time (a wrong program's
+            # outputs compared and described one by one).
+            tests.extend([TestVerdict(t.id, "not_run", "", 0.0) for t in job.tests[i + 1:len(raw.outcomes)]])
+            break
 
-    if job.fail_fast:
-        # Tests after the first failure are not part of the verdict: how many of them ran
-        # before early stop cancelled the job depends on timing, and verdicts must not.
-        for i, tv in enumerate(verdict.tests):
-            if tv.status == RECHECK:
-                break
-            if tv.status in ("fail", "timeout"):
-                for later in verdict.tests[i + 1:]:
-                    later.status, later.message, later.time = "not_run", "", 0.0
-                break
-
-    verdict.n_passed = sum(t.status == "pass" for t in verdict.tests)
-    if any(t.status == RECHECK for t in verdict.tests):
+    first_bad, recheck = None, False
+    group_bad: dict[str, TestVerdict | None] = {}  # group -> its first test that did not pass
+    for test, tv in zip(job.tests, tests):
+        if tv.status == "pass":
+            verdict.n_passed += 1
+            group_bad.setdefault(test.group, None)
+            continue
+        recheck = recheck or tv.status == RECHECK
+        if first_bad is None:
+            first_bad = tv
+        if group_bad.get(test.group) is None:
+            group_bad[test.group] = tv
+    if recheck:
         verdict.status = RECHECK
         return verdict
-    first_bad = next((t for t in verdict.tests if t.status != "pass"), None)
     if first_bad is not None:
         verdict.status = TIMEOUT if first_bad.status == "timeout" else FAIL
         msg = first_bad.message or ("not run: " + raw.exit if first_bad.status == "not_run" else "")
         verdict.first_failure = {"test": first_bad.id, "message": msg}
         verdict.message = msg
-    groups: dict[str, list[TestVerdict]] = {}
-    for test, tv in zip(job.tests, verdict.tests):
-        groups.setdefault(test.group, []).append(tv)
-    for name, tvs in groups.items():
-        bad = next((t for t in tvs if t.status != "pass"), None)
+    for name, bad in group_bad.items():
         verdict.groups[name] = PASS if bad is None else ("not_run" if bad.status == "not_run" else
                                                          TIMEOUT if bad.status == "timeout" else FAIL)
     return verdict

@@ -8,6 +8,7 @@ them with ``RECORD_VERSION`` so that files from older runs can be recognised.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,6 +56,7 @@ class TestCase(_Record):
     ``solution``). Its pass/fail is reported from inside the sandbox.
     """
 
+    __test__ = False  # not a pytest class
     id: str
     kind: str = "call"
     call: str | None = None
@@ -75,7 +77,7 @@ class TestCase(_Record):
         if self.op not in COMPARISON_OPS:
             raise ValueError(f"test {self.id}: unsupported operator {self.op!r}")
 
-    @property
+    @functools.cached_property
     def group(self) -> str:
         """Tests are grouped by the id prefix before '/', e.g. HumanEval+'s 'base' and 'plus'."""
         return self.id.split("/", 1)[0] if "/" in self.id else "tests"
@@ -142,6 +144,26 @@ class RawOutcome(_Record):
     message: str = ""
     time: float = 0.0
     details: dict[str, str] | None = None
+
+
+class _SharedOutcome(RawOutcome):
+    """One outcome object standing for many tests: read-only."""
+
+    def __setattr__(self, name, value):
+        if self.__dict__.get("_sealed"):
+            raise AttributeError(f"NOT_RUN is shared by every test that did not run: make a RawOutcome to set {name!r}")
+        super().__setattr__(name, value)
+
+    def __eq__(self, other):
+        return isinstance(other, RawOutcome) and dataclasses.astuple(self) == dataclasses.astuple(other)
+
+    __hash__ = None
+
+
+# The outcome of a test that did not run. A parser starts every test with it: HumanEval+'s
+# jobs have up to 1,000 tests, and a failing program's stop after a few of them.
+NOT_RUN = _SharedOutcome("not_run")
+object.__setattr__(NOT_RUN, "_sealed", True)
 
 
 @dataclass

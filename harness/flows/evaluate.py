@@ -21,7 +21,7 @@ from typing import Any
 
 from codea1.harness.errors import ConfigError
 from codea1.harness.execution import batch_timeout, run_jobs
-from codea1.harness.judge import RECHECK, judge
+from codea1.harness.judge import RECHECK, ReplayChecker, judge
 from codea1.harness.metrics import CodeMetric
 from codea1.harness.progress import stage_bar
 from codea1.harness.records import (
@@ -205,7 +205,9 @@ def judge_stage(run: Run, cfg: EvaluateConfig, todo: list[CodeSample], prepared:
             if bench.reference_expected(prep.problem):
                 expected = lambda i: expected_of(prep, i)  # noqa: E731
                 digest = lambda i: prep.ref.digests.get(prep.keep[i])  # noqa: E731
-            v = judge(s.task_id, s.index, job, raw, bench.checker(prep.problem), expected, digest)
+            checker = checkers.pop(job.job_id, None)
+            checker = checker.rewind() if checker is not None else bench.checker(prep.problem)
+            v = judge(s.task_id, s.index, job, raw, checker, expected, digest)
             if v.status == RECHECK:
                 recheck.append(dataclasses.replace(job, large_output="value"))
                 return
@@ -215,7 +217,7 @@ def judge_stage(run: Run, cfg: EvaluateConfig, todo: list[CodeSample], prepared:
                 log.record(dataclasses.replace(v, sample_index=twin.index))
             bar.update(1)
 
-        checkers: dict[str, Any] = {}
+        checkers: dict[str, ReplayChecker] = {}  # job id -> the checks early stop made, for the judge
 
         def settled_failure(job, i, outcome) -> bool:
             """early_stop for the executor: True once a test has certainly failed, as
@@ -232,7 +234,9 @@ def judge_stage(run: Run, cfg: EvaluateConfig, todo: list[CodeSample], prepared:
                 return False
             else:
                 expected = test.expected
-            checker = checkers.setdefault(job.job_id, bench.checker(prep.problem))
+            checker = checkers.get(job.job_id)
+            if checker is None:
+                checker = checkers[job.job_id] = ReplayChecker(lambda: bench.checker(prep.problem))
             return not checker.check(test, outcome.value, expected)[0]
 
         run_jobs(run.executor, [j for _, j in jobs.values()], on_result=landed, early_stop=settled_failure)

@@ -66,19 +66,28 @@ def _seccomp_program(nums: dict) -> list[tuple]:
     return prog
 
 
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+_FILTER: tuple | None = None  # (buffer, sock_fprog), built once: every child installs the same filter
+
+
+def _no_process_filter() -> tuple:
+    global _FILTER
+    if _FILTER is None:
+        nums = _SYSCALLS.get(platform.machine())
+        if nums is None:
+            raise OSError(f"no seccomp table for machine {platform.machine()}")
+        prog = _seccomp_program(nums)
+        buf = ctypes.create_string_buffer(b"".join(struct.pack("HBBI", *ins) for ins in prog))
+        _FILTER = (buf, _SockFprog(len(prog), ctypes.cast(buf, ctypes.c_void_p)))
+    return _FILTER
+
+
 def install_no_process_filter() -> None:
     """Install the seccomp filter in the calling process. Raises OSError when refused."""
-    nums = _SYSCALLS.get(platform.machine())
-    if nums is None:
-        raise OSError(f"no seccomp table for machine {platform.machine()}")
-    prog = _seccomp_program(nums)
-    raw = b"".join(struct.pack("HBBI", *ins) for ins in prog)
-    buf = ctypes.create_string_buffer(raw)
-
-    class SockFprog(ctypes.Structure):
-        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
-    fprog = SockFprog(len(prog), ctypes.cast(buf, ctypes.c_void_p))
+    _buf, fprog = _no_process_filter()
     if _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(NO_NEW_PRIVS) failed")
     if _libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
@@ -111,6 +120,10 @@ def set_limits(memory_mb: int, cpu_seconds: int, file_mb: int) -> None:
 
 def probe_seccomp() -> bool:
     """True when this kernel accepts the filter (checked in a throwaway child)."""
+    try:
+        _no_process_filter()  # built here, once, for every child forked from this process
+    except OSError:
+        return False
     pid = os.fork()
     if pid == 0:
         try:

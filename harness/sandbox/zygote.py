@@ -32,6 +32,8 @@ from codea1.harness.sandbox import child, confine
 OUTPUT_CAP = 64 * 1024  # bytes of stdout / stderr kept per job
 TESTS_CACHE_BYTES = 4 << 20  # of tests as sent (JSON); the parent sends them again when asked
 RESULT_CAP = 256 * 1024 * 1024  # bytes of result records accepted per job
+RELAY_INTERVAL = 0.001  # seconds between two relays of a running child's records
+READ_SIZE = 1 << 16
 SAFE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
             "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
             "PYTHONHASHSEED": "0", "MPLBACKEND": "Agg"}
@@ -115,15 +117,30 @@ class Zygote:
             sel.register(fd, selectors.EVENT_READ)
         if self.control_fd is not None:
             sel.register(self.control_fd, selectors.EVENT_READ)
+        # Streamed records are relayed at most every RELAY_INTERVAL seconds: between relays
+        # the result pipe is not watched (the child's writes land in the pipe's buffer and
+        # wake nobody), but the child's exit is (its pidfd), so a job's end is seen at once.
+        exited = _pidfd(pid) if self.reply is not None else None
+        if exited is not None:
+            sel.register(exited, selectors.EVENT_READ)
+        quiet_until = 0.0
         exit_reason = "finished"
         streamed = 0
         open_fds = set(buffers)
         while open_fds:
-            remaining = deadline - time.monotonic()
+            now = time.monotonic()
+            remaining = deadline - now
             if remaining <= 0:
                 exit_reason = "timeout"
                 break
-            for key, _ in sel.select(timeout=min(remaining, 0.5)):
+            timeout = min(remaining, 0.5)
+            if quiet_until:
+                if now >= quiet_until:
+                    quiet_until = 0.0
+                    sel.register(res_r, selectors.EVENT_READ)
+                else:
+                    timeout = min(timeout, quiet_until - now)
+            for key, _ in sel.select(timeout=timeout):
                 fd = key.fd
                 if fd == self.control_fd:
                     if self._cancel_requested():
@@ -133,7 +150,15 @@ class Zygote:
                     if self.control_fd is None:  # the parent closed it
                         sel.unregister(fd)
                     continue
-                data = os.read(fd, 1 << 16)
+                if fd == exited:  # the child is gone: read the rest without pauses
+                    sel.unregister(exited)
+                    if quiet_until:
+                        quiet_until = 0.0
+                        sel.register(res_r, selectors.EVENT_READ)
+                    _close(exited)
+                    exited = None
+                    continue
+                data = os.read(fd, READ_SIZE)
                 if fd == res_r and self.reply is not None and data:
                     streamed += len(data)
                     if streamed > RESULT_CAP:  # the parent must not be flooded either
@@ -141,6 +166,9 @@ class Zygote:
                         open_fds.clear()
                         break
                     _reply(self.reply, {"chunk": self.job_id}, data)
+                    if exited is not None and len(data) < READ_SIZE:  # a full read: more is waiting
+                        sel.unregister(res_r)
+                        quiet_until = time.monotonic() + RELAY_INTERVAL
                     continue
                 if not data:
                     sel.unregister(fd)
@@ -153,6 +181,7 @@ class Zygote:
                     exit_reason = "protocol: result records exceed the cap"
                     open_fds.clear()
                     break
+        _close(exited)
         sel.close()
         status = self._reap(pid, deadline if exit_reason == "finished" else 0)
         if status is None:
@@ -212,6 +241,19 @@ class Zygote:
 
     def close(self):
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _pidfd(pid: int) -> int | None:
+    """A descriptor that turns readable when the child exits (Linux 5.3+), or None."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+
+
+def _close(fd: int | None) -> None:
+    if fd is not None:
+        os.close(fd)
 
 
 def _kill_group(pid: int) -> None:

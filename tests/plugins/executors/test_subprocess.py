@@ -181,3 +181,27 @@ def test_tests_the_zygote_let_go_are_sent_again(monkeypatch):
         results = run_jobs(executor, jobs)
     assert [results[str(i)].outcomes[0].value for i in range(4)] == ["a3000000", "b3000000"] * 2
     assert asked_again == ["2", "3"]
+
+
+def test_streamed_records_are_relayed_in_batches_and_the_end_is_seen_at_once():
+    """The zygote relays a running child's records at most every RELAY_INTERVAL (each relay
+    wakes the zygote and the harness: per record, that was a tenth of a run's CPU), yet
+    every record arrives, and a job's end is seen when the child exits (its pidfd), not
+    at the next relay."""
+    from codea1.harness.execution import PayloadEncoder, parse_records
+    from codea1.harness.records import ExecJob, TestCase
+    from codea1.harness.sandbox.executor import ZygoteExecutor
+    from codea1.harness.sandbox.zygote import RELAY_INTERVAL
+
+    n = 3000
+    tests = [TestCase(id=f"t{i}", args=[i], has_expected=False) for i in range(n)]
+    job = ExecJob(job_id="many", code="def f(x):\n    return x\n", tests=tests, entry_point="f",
+                  time_limits=[1.0] * n, batch_timeout=60)
+    chunks = []
+    with ZygoteExecutor(workers=1) as executor:
+        header, body = executor.pool.request(PayloadEncoder()(job), "many", lambda data: chunks.append(data) and False)
+    raw = parse_records(job, body, header["exit"])
+    assert raw.exit == "finished" and [o.value for o in raw.outcomes] == list(range(n))
+    # Far fewer relays than records: the child writes all 3,000 in a few tens of ms.
+    assert 1 <= len(chunks) < n / 10
+    assert RELAY_INTERVAL <= 0.005

@@ -1,0 +1,76 @@
+"""The zygote protocol's record parser (harness.execution.RecordParser)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from codea1.harness.execution import RecordParser
+from codea1.harness.records import NOT_RUN, ExecJob, RawOutcome, TestCase
+
+
+def make_job(n: int = 3) -> ExecJob:
+    tests = [TestCase(id=f"t{i}", args=[i], has_expected=False) for i in range(n)]
+    return ExecJob(job_id="j", code="", tests=tests, entry_point="f", time_limits=[1.0] * n)
+
+
+def one_line_at_a_time(lines: list[bytes]):
+    """The reference reading: json.loads of each line on its own."""
+    parser = RecordParser(make_job())
+    for line in lines:
+        if line.strip():
+            parser.record(line)
+    return parser.finish("finished")
+
+
+GOOD = [b'{"load":"ok"}', b'{"i":0,"s":"ok","t":0.1,"v":[1,{"t":[2,3]}]}', b'{"i":1,"s":"exception","e":"boom","t":0.2}',
+        b'{"i":2,"s":"ok","t":0.3,"v":"x"}', b'{"done":true}']
+
+
+@pytest.mark.parametrize("lines", [
+    GOOD,
+    [b'  {"load":"ok"}  ', *GOOD[1:]],  # whitespace around a record: json.loads accepts it
+    [GOOD[0], b"", b"   ", *GOOD[1:]],  # blank lines are skipped
+    [GOOD[0], GOOD[1][:-1] + b',"i":1}', *GOOD[2:]],  # a duplicate key: the last one wins, as in json.loads
+    [GOOD[0], GOOD[1] + b" " + GOOD[2], *GOOD[3:]],  # two records on one line
+    [GOOD[0], b'{"i":0,"s":"ok","t":0.1,"v":[1', b'2]}', *GOOD[2:]],  # one record over two lines
+    [GOOD[0], b'{"i":0,"s":"ok","t":0.1,"v":"a\tb"}', *GOOD[2:]],  # a raw control character in a string
+    [GOOD[0], '{"i":0,"s":"ok","t":0.1,"v":"\u00e9"}'.encode("utf-16-le"), *GOOD[2:]],  # not UTF-8
+    [GOOD[0], b'{"i":0,"s":"ok","t":0.1,"v":"\xff"}', *GOOD[2:]],  # invalid UTF-8
+    [GOOD[0], b"\xef\xbb\xbf" + GOOD[1], *GOOD[2:]],  # a byte-order mark
+    [GOOD[0], b"[1,2]", *GOOD[1:]],  # not an object
+    [*GOOD, b'{"i":3,"s":"ok","v":1}'],  # after done
+])
+@pytest.mark.parametrize("chunk", [1, 7, 1 << 20])
+def test_streamed_chunks_read_as_json_loads_of_each_line(lines, chunk):
+    """feed() reads lines with json's C scanner when it can, and hands any line it cannot
+    read as exactly one value to json.loads: the outcome, violation included, is the same
+    as reading each line with json.loads, however the bytes are cut into chunks."""
+    data = b"\n".join(lines) + b"\n"
+    parser = RecordParser(make_job())
+    for k in range(0, len(data), chunk):
+        parser.feed(data[k:k + chunk])
+    got, want = parser.finish("finished"), one_line_at_a_time(lines)
+    assert got.exit == want.exit
+    assert [o.to_json() for o in got.outcomes] == [o.to_json() for o in want.outcomes]
+
+
+def test_the_shared_not_run_outcome_is_read_only():
+    parser = RecordParser(make_job())
+    raw = parser.finish("finished")
+    assert all(o is NOT_RUN for o in raw.outcomes)
+    assert NOT_RUN == RawOutcome("not_run") and RawOutcome("not_run") == NOT_RUN
+    with pytest.raises(AttributeError, match="shared"):
+        NOT_RUN.value = 1
+
+
+def test_expected_values_of_tests_that_did_not_run_get_their_own_outcome():
+    tests = [TestCase(id=f"t{i}", call="f()", expected_source="1 + 1") for i in range(2)]
+    job = ExecJob(job_id="j", code="", tests=tests, entry_point="f", time_limits=[1.0, 1.0])
+    parser = RecordParser(job)
+    parser.feed(b'{"x":0,"v":2}\n{"x":1,"v":2}\n{"load":"ok"}\n{"i":0,"s":"ok","t":0.1,"v":2}\n')
+    raw = parser.finish("cancelled")
+    assert raw.outcomes[1].status == "not_run" and raw.outcomes[1].expected == 2
+    assert raw.outcomes[1] is not NOT_RUN and NOT_RUN.expected is None
+    assert json.loads(json.dumps(raw.outcomes[0].to_json()))["value"] == 2
