@@ -80,7 +80,7 @@ class ZygoteExecutor(Executor):
 
         for job, (header, result) in self.pool.map_unordered(
                 jobs, encode, lambda job, exc: ({"sandbox_error": f"{type(exc).__name__}: {exc}"}, b""),
-                job_id=lambda job: job.job_id, make_on_chunk=stream_of):
+                job_id=lambda job: job.job_id, make_on_chunk=stream_of, group=lambda job: id(job.tests)):
             stream = streams.pop(job.job_id, None)
             if "sandbox_error" in header:
                 yield sandbox_failure(job, header["sandbox_error"])

@@ -6,6 +6,7 @@ this pool and differ only in the command prefix that wraps the zygote.
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import queue
@@ -14,7 +15,7 @@ import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import Callable, Hashable, Iterable, Iterator, Sequence
 
 DEFAULT_PRELOAD = ("math", "re", "collections", "itertools", "functools", "heapq", "bisect", "string",
                    "typing", "json", "fractions", "decimal", "statistics", "random", "copy", "operator",
@@ -45,7 +46,7 @@ class _Zygote:
                                          start_new_session=True, pass_fds=(control_r,))
         finally:
             os.close(control_r)
-        self.known_tests: set[str] = set()  # tests_keys this zygote holds (it may forget some)
+        self.held_tests: str | None = None  # the tests_key whose tests this zygote holds
         self._stderr_tail: list[str] = []
         threading.Thread(target=self._drain_stderr, daemon=True).start()
         try:
@@ -93,13 +94,16 @@ class _Zygote:
 
     def request(self, head: str, tests_key: str, tests_json: str, job_id: str = "", on_chunk=None) -> tuple[dict, bytes]:
         """``head`` is the job as a JSON object without its tests; the tests travel only when
-        this zygote does not hold ``tests_key`` yet."""
-        if tests_key in self.known_tests:
+        this zygote does not hold them (it holds the latest it was sent; should it answer
+        "need_tests" all the same, they are sent)."""
+        if tests_key == self.held_tests:
             header, body = self._send(head[:-1] + f',"tests_key":"{tests_key}"}}', job_id, on_chunk)
             if not header.get("need_tests"):
                 return header, body
-        self.known_tests.add(tests_key)
-        return self._send(head[:-1] + f',"tests_key":"{tests_key}","tests":{tests_json}}}', job_id, on_chunk)
+        self.held_tests = None  # until the zygote has read them: a broken pipe may lose them
+        answer = self._send(head[:-1] + f',"tests_key":"{tests_key}","tests":{tests_json}}}', job_id, on_chunk)
+        self.held_tests = tests_key
+        return answer
 
     def close(self):
         for close in (self.proc.stdin.close, lambda: os.close(self.control_w)):
@@ -112,6 +116,46 @@ class _Zygote:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+
+
+_NO_GROUP = object()
+
+
+class _Groups:
+    """Pending items by group, in the order groups first appear, and how many workers are
+    on each group."""
+
+    def __init__(self, items: Iterable, group: Callable[[object], Hashable]):
+        self.pending: dict[Hashable, collections.deque] = {}
+        for item in items:
+            self.pending.setdefault(group(item), collections.deque()).append(item)
+        self.working: collections.Counter = collections.Counter()
+        self.lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return sum(map(len, self.pending.values()))
+
+    def take(self, current: Hashable):
+        """The next item of ``current``'s group; else of the first group no worker is on;
+        else of the first group; None when none is left."""
+        with self.lock:
+            if not self.pending:
+                return None
+            key = current
+            if key not in self.pending:
+                key = next((g for g in self.pending if not self.working[g]), next(iter(self.pending)))
+            queue_ = self.pending[key]
+            item = queue_.popleft()
+            if not queue_:
+                del self.pending[key]
+            if key != current:
+                self.working[current] -= 1
+                self.working[key] += 1
+            return item
+
+    def leave(self, current: Hashable) -> None:
+        with self.lock:
+            self.working[current] -= 1
 
 
 class ZygotePool:
@@ -151,6 +195,14 @@ class ZygotePool:
             self._all.append(fresh)
         self._free.put(fresh)
 
+    def _respawn(self, dead: _Zygote) -> tuple[_Zygote | None, Exception | None]:
+        """Replace a dead zygote; (a free zygote, None), or (None, why) when none starts."""
+        try:
+            self._replace(dead)
+        except ZygoteDied as exc:
+            return None, exc
+        return self._free.get(), None
+
     def request(self, parts: tuple[str, str, str], job_id: str = "", on_chunk=None) -> tuple[dict, bytes]:
         """Run one job (head, tests_key, tests_json); a zygote that dies is replaced and the
         error is raised."""
@@ -168,23 +220,46 @@ class ZygotePool:
                       on_error: Callable[[object, Exception], tuple[dict, bytes]],
                       job_id: Callable[[object], str] = str,
                       make_on_chunk: Callable[[object], Callable[[bytes], bool] | None] = lambda item: None,
+                      group: Callable[[object], Hashable] = lambda item: None,
                       ) -> Iterator[tuple[object, tuple[dict, bytes]]]:
-        """Yield (item, answer) as jobs finish, with at most ``workers`` jobs in flight."""
-        self.start()
-        pending: queue.Queue = queue.Queue()
-        items = list(items)
+        """Yield (item, answer) as jobs finish, with at most ``workers`` jobs in flight.
 
-        def work(item):
+        Items of one ``group`` (jobs that share their tests) go to the same zygote while it
+        has work there, and a zygote that runs out starts on a group that no other zygote
+        works on: each zygote then decodes and holds the tests of fewer problems, and every
+        fork copies the page tables of what it holds. Only the last groups are shared."""
+        self.start()
+        answers: queue.Queue = queue.Queue()
+        todo = _Groups(items, group)
+        total = len(todo)
+
+        def worker():
+            zygote, mine, broken = self._free.get(), _NO_GROUP, None
             try:
-                pending.put((item, self.request(make_payload(item), job_id(item), make_on_chunk(item))))
-            except Exception as exc:  # noqa: BLE001 - turned into a sandbox error for that job
-                pending.put((item, on_error(item, exc)))
+                while (item := todo.take(mine)) is not None:
+                    mine = group(item)
+                    try:
+                        if zygote is None:
+                            raise ZygoteDied(f"no zygote could be started: {broken}")
+                        answer = zygote.request(*make_payload(item), job_id=job_id(item),
+                                                on_chunk=make_on_chunk(item))
+                    except ZygoteDied as exc:
+                        answer = on_error(item, exc)
+                        if zygote is not None:
+                            zygote, broken = self._respawn(zygote)
+                    except Exception as exc:  # noqa: BLE001 - turned into a sandbox error for that job
+                        answer = on_error(item, exc)
+                    answers.put((item, answer))
+            finally:
+                todo.leave(mine)
+                if zygote is not None:
+                    self._free.put(zygote)
 
         with ThreadPoolExecutor(self.workers) as ex:
-            for item in items:
-                ex.submit(work, item)
-            for _ in items:
-                yield pending.get()
+            for _ in range(min(self.workers, total)):
+                ex.submit(worker)
+            for _ in range(total):
+                yield answers.get()
 
     def close(self) -> None:
         for z in self._all:

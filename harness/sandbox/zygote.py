@@ -14,7 +14,6 @@ The first line the zygote writes is its capability report: {"ready": true, ...}.
 from __future__ import annotations
 
 import argparse
-import collections
 import importlib
 import json
 import os
@@ -30,7 +29,6 @@ from codea1.harness import plaindata
 from codea1.harness.sandbox import child, confine
 
 OUTPUT_CAP = 64 * 1024  # bytes of stdout / stderr kept per job
-TESTS_CACHE_BYTES = 4 << 20  # of tests as sent (JSON); the parent sends them again when asked
 RESULT_CAP = 256 * 1024 * 1024  # bytes of result records accepted per job
 RELAY_INTERVAL = 0.001  # seconds between two relays of a running child's records
 READ_SIZE = 1 << 16
@@ -310,10 +308,11 @@ def main(argv=None) -> int:
                    "landlock": landlock or "none", "subreaper": subreaper,
                    "preloaded": preloaded, "preload_failed": failed, "uid": os.getuid(),
                    "python": sys.version.split()[0]}, b"")
-    # Tests are sent once per problem and kept here decoded; children inherit them by fork.
-    # Kept small: every fork copies the page tables of this process, and every child's exit
-    # tears them down.
-    tests_cache: collections.OrderedDict[str, tuple[list, int]] = collections.OrderedDict()
+    # The tests of the latest problem are kept here decoded (the parent sends them once and
+    # then names them by tests_key); children inherit them by fork. Only the latest: the
+    # parent gives a zygote one problem's jobs in a row, and every fork copies the page
+    # tables of all this process holds, and every child's exit tears them down.
+    held_key, held_tests = None, None
     try:
         for line in sys.stdin:
             if not line.strip():
@@ -325,14 +324,9 @@ def main(argv=None) -> int:
                     for test in job["tests"]:
                         if test.get("args") is not None:
                             test["args_value"] = plaindata.from_tree(test["args"])
-                    if key:
-                        tests_cache[key] = (job["tests"], len(line))
-                        while len(tests_cache) > 1 and (len(tests_cache) > 256 or sum(
-                                size for _, size in tests_cache.values()) > TESTS_CACHE_BYTES):
-                            tests_cache.popitem(last=False)
-                elif key in tests_cache:
-                    tests_cache.move_to_end(key)
-                    job["tests"] = tests_cache[key][0]
+                    held_key, held_tests = key, job["tests"]
+                elif key is not None and key == held_key:
+                    job["tests"] = held_tests
                 else:
                     _reply(reply, {"job_id": job.get("job_id"), "need_tests": True}, b"")
                     continue

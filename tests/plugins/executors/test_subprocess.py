@@ -155,32 +155,51 @@ def test_a_record_cut_by_the_cancel_is_not_taken_for_tampering(executor):
         assert not raw.exit.startswith("protocol:")
 
 
-def test_tests_the_zygote_let_go_are_sent_again(monkeypatch):
-    """A zygote keeps about 4 MB of tests (each fork copies its page tables): with two
-    problems of 3 MB each it holds one, asks for the other's tests again ("need_tests"),
-    and every job still runs against its own tests."""
-    from codea1.harness.execution import run_jobs
+def test_a_zygote_holds_the_tests_of_its_latest_problem_and_asks_for_others(monkeypatch):
+    """Tests travel once per run of a problem's jobs on a zygote, which holds only the latest
+    problem's (every fork copies the page tables of what it holds), so the pool gives a
+    zygote one problem's jobs in a row. A zygote asked about tests it does not hold answers
+    "need_tests", and the job still runs against its own tests."""
+    from codea1.harness.execution import PayloadEncoder, run_jobs
     from codea1.harness.records import ExecJob, TestCase
     from codea1.harness.sandbox import pool
     from codea1.harness.sandbox.executor import ZygoteExecutor
 
-    asked_again = []
+    sent, asked_again = [], []
     send = pool._Zygote._send
 
     def counting_send(self, text, job_id, on_chunk):
+        sent.append((job_id, ',"tests":' in text))
         header, body = send(self, text, job_id, on_chunk)
         if header.get("need_tests"):
             asked_again.append(job_id)
         return header, body
 
     monkeypatch.setattr(pool._Zygote, "_send", counting_send)
-    problems = [[TestCase(id=name, args=[name * 3_000_000], has_expected=False)] for name in ("a", "b")]
-    jobs = [ExecJob(job_id=f"{i}", code="def f(s):\n    return s[0] + str(len(s))\n", tests=problems[i % 2],
-                    entry_point="f", time_limits=[10.0], batch_timeout=60) for i in range(4)]
+    problems = [[TestCase(id=name, args=[name * 1000], has_expected=False)] for name in ("a", "b")]
+
+    def job(i, tests):
+        return ExecJob(job_id=f"{i}", code="def f(s):\n    return s[0] + str(len(s))\n", tests=tests, entry_point="f",
+                       time_limits=[10.0], batch_timeout=60)
+
     with ZygoteExecutor(workers=1) as executor:
-        results = run_jobs(executor, jobs)
-    assert [results[str(i)].outcomes[0].value for i in range(4)] == ["a3000000", "b3000000"] * 2
-    assert asked_again == ["2", "3"]
+        results = run_jobs(executor, [job(i, problems[i % 2]) for i in range(6)])  # a, b, a, b, a, b
+        assert [results[str(i)].outcomes[0].value for i in range(6)] == ["a1000", "b1000"] * 3
+        assert [job_id for job_id, with_tests in sent if with_tests] == ["0", "1"]  # a's three jobs, then b's
+        assert [job_id for job_id, _ in sent] == ["0", "2", "4", "1", "3", "5"]
+        # Sent alone, in turns, the tests travel every time.
+        sent.clear()
+        zygote = executor.pool._all[0]
+        for i in range(4):
+            header, body = zygote.request(*PayloadEncoder()(job(10 + i, problems[i % 2])), job_id=str(10 + i))
+            assert f'"v":"{"ab"[i % 2]}1000"'.encode() in body
+        assert [with_tests for _, with_tests in sent] == [True] * 4 and asked_again == []
+        # The parent believes the zygote holds b's tests; it holds a's: it asks for them.
+        head, tests_key, tests_json = PayloadEncoder()(job(20, problems[1]))
+        zygote.request(*PayloadEncoder()(job(19, problems[0])), job_id="19")
+        zygote.held_tests = tests_key
+        header, body = zygote.request(head, tests_key, tests_json, job_id="20")
+        assert asked_again == ["20"] and b'"v":"b1000"' in body
 
 
 def test_streamed_records_are_relayed_in_batches_and_the_end_is_seen_at_once():
