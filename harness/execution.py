@@ -344,19 +344,30 @@ class RecordStream:
         return self.parser.finish(exit_reason, stdout, stderr, wall)
 
 
+def stream_jobs(executor: Executor, jobs: Sequence[ExecJob], on_result: Callable[[RawResult], None],
+                early_stop: EarlyStop | None = None) -> None:
+    """Run jobs to completion, handing each result to ``on_result`` as it lands; none is kept
+    here (a HumanEval+ run's results hold 150,000 outputs)."""
+    if not jobs:
+        return
+    landed: set[str] = set()
+    for res in executor.run(jobs, early_stop) if early_stop else executor.run(jobs):
+        landed.add(res.job_id)
+        on_result(res)
+    for job in jobs:  # an executor that loses a job must not lose the verdict silently
+        if job.job_id not in landed:
+            on_result(sandbox_failure(job, f"executor {executor.name!r} returned no result"))
+
+
 def run_jobs(executor: Executor, jobs: Sequence[ExecJob], on_result: Callable[[RawResult], None] | None = None,
              early_stop: EarlyStop | None = None) -> dict[str, RawResult]:
     """Run jobs to completion and return results by job id; ``on_result`` sees each as it lands."""
     results: dict[str, RawResult] = {}
-    if not jobs:
-        return results
-    for res in executor.run(jobs, early_stop) if early_stop else executor.run(jobs):
+
+    def keep(res: RawResult) -> None:
         results[res.job_id] = res
         if on_result:
             on_result(res)
-    missing = [j for j in jobs if j.job_id not in results]
-    for job in missing:  # an executor that loses a job must not lose the verdict silently
-        results[job.job_id] = sandbox_failure(job, f"executor {executor.name!r} returned no result")
-        if on_result:
-            on_result(results[job.job_id])
+
+    stream_jobs(executor, jobs, keep, early_stop)
     return results

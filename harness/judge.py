@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import reprlib
+import threading
 from typing import Any, Callable
 
 from codea1.harness.records import (
@@ -123,6 +124,22 @@ class ReplayChecker(Checker):
 
 RECHECK = "recheck"
 
+_GROUP_NAMES: dict[int, tuple[list[TestCase], list[str]]] = {}
+_GROUP_NAMES_LOCK = threading.Lock()
+
+
+def group_names(tests: list[TestCase]) -> list[str]:
+    """``[t.group for t in tests]``, made once per tests list: every sample of a problem is
+    judged against the same list (HumanEval+: up to 1,000 tests a problem)."""
+    cached = _GROUP_NAMES.get(id(tests))
+    if cached is None or cached[0] is not tests:
+        cached = (tests, [t.group for t in tests])
+        with _GROUP_NAMES_LOCK:
+            _GROUP_NAMES[id(tests)] = cached  # holds the list, so its id cannot be reused
+            if len(_GROUP_NAMES) > 8192:  # a long training run makes new tests lists every step
+                del _GROUP_NAMES[next(iter(_GROUP_NAMES))]
+    return cached[1]
+
 
 def judge(task_id: str, sample_index: int, job: ExecJob, raw: RawResult,
           checker: Checker | None = None, expected_override: Callable[[int], Any] | None = None,
@@ -194,16 +211,16 @@ def judge(task_id: str, sample_index: int, job: ExecJob, raw: RawResult,
 
     first_bad, recheck = None, False
     group_bad: dict[str, TestVerdict | None] = {}  # group -> its first test that did not pass
-    for test, tv in zip(job.tests, tests):
+    for group, tv in zip(group_names(job.tests), tests):
         if tv.status == "pass":
             verdict.n_passed += 1
-            group_bad.setdefault(test.group, None)
+            group_bad.setdefault(group, None)
             continue
         recheck = recheck or tv.status == RECHECK
         if first_bad is None:
             first_bad = tv
-        if group_bad.get(test.group) is None:
-            group_bad[test.group] = tv
+        if group_bad.get(group) is None:
+            group_bad[group] = tv
     if recheck:
         verdict.status = RECHECK
         return verdict

@@ -8,7 +8,6 @@ them with ``RECORD_VERSION`` so that files from older runs can be recognised.
 from __future__ import annotations
 
 import dataclasses
-import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,7 +76,7 @@ class TestCase(_Record):
         if self.op not in COMPARISON_OPS:
             raise ValueError(f"test {self.id}: unsupported operator {self.op!r}")
 
-    @functools.cached_property
+    @property
     def group(self) -> str:
         """Tests are grouped by the id prefix before '/', e.g. HumanEval+'s 'base' and 'plus'."""
         return self.id.split("/", 1)[0] if "/" in self.id else "tests"

@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from codea1.harness import plaindata
-from codea1.harness.execution import TESTS_FORMAT, Executor, adopt_encoded_tests, encoded_tests, run_jobs
+from codea1.harness.execution import TESTS_FORMAT, Executor, adopt_encoded_tests, encoded_tests, stream_jobs
 from codea1.harness.judge import Checker, judge
+from codea1.harness.longlived import long_lived
 from codea1.harness.progress import stage_bar
 from codea1.harness.records import ExecJob, Problem, RawResult
 
@@ -134,16 +135,17 @@ def run_references(problems: Sequence[Problem], executor: Executor, *, checks_te
     folder = cache_dir() / "reference"
     out: dict[str, ReferenceRun] = {}
     jobs: dict[str, tuple[Problem, Path, ExecJob]] = {}
-    for p in problems:
-        path = folder / f"{problem_key(p)}.json"
-        if use_cache and path.exists():
-            try:
-                out[p.task_id] = ReferenceRun.load(path)
-                adopt_encoded_tests(p.tests, _tests_path(path).read_text())
-                continue
-            except (OSError, ValueError, KeyError):
-                pass  # torn or stale cache entry: recomputed below
-        jobs[f"ref:{p.task_id}"] = (p, path, _reference_job(p, memory_mb))
+    with long_lived():
+        for p in problems:
+            path = folder / f"{problem_key(p)}.json"
+            if use_cache and path.exists():
+                try:
+                    out[p.task_id] = ReferenceRun.load(path)
+                    adopt_encoded_tests(p.tests, _tests_path(path).read_text())
+                    continue
+                except (OSError, ValueError, KeyError):
+                    pass  # torn or stale cache entry: recomputed below
+            jobs[f"ref:{p.task_id}"] = (p, path, _reference_job(p, memory_mb))
     if use_cache and jobs:
         folder.mkdir(parents=True, exist_ok=True)
 
@@ -157,5 +159,5 @@ def run_references(problems: Sequence[Problem], executor: Executor, *, checks_te
         bar.update(1)
 
     with stage_bar(stage, len(jobs), progress) as bar:
-        run_jobs(executor, [j for _, _, j in jobs.values()], on_result=landed)
+        stream_jobs(executor, [j for _, _, j in jobs.values()], on_result=landed)
     return out

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Sequence
 
 from codea1.harness.errors import ConfigError
+from codea1.harness.longlived import long_lived
 from codea1.harness.records import Problem
 from codea1.harness.registry import did_you_mean
 from codea1.harness.runstore import RunStore
@@ -115,7 +116,8 @@ class Run:
         self.plugins = plugins
         self.cfg = cfg
         self.bench = create_benchmark(plugins, cfg.benchmark, cfg.data, cfg.benchmark_options)
-        loaded = self.bench.load()
+        with long_lived():
+            loaded = self.bench.load()
         self.all_problems: dict[str, Problem] = {p.task_id: p for p in loaded}
         self.problems: dict[str, Problem] = {p.task_id: p for p in select_tasks(loaded, cfg.tasks, cfg.limit,
                                                                                  cfg.benchmark)}

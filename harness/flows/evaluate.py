@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from codea1.harness.errors import ConfigError
-from codea1.harness.execution import batch_timeout, run_jobs
+from codea1.harness.execution import batch_timeout, stream_jobs
 from codea1.harness.judge import RECHECK, ReplayChecker, judge
 from codea1.harness.metrics import CodeMetric
 from codea1.harness.progress import stage_bar
@@ -243,9 +243,9 @@ def judge_stage(run: Run, cfg: EvaluateConfig, todo: list[CodeSample], prepared:
         # keeps one worker busy after the others ran out of work (HumanEval/139: 3.7 s).
         cost = {t: sum(p.ref.times) for t, p in prepared.items()}
         ordered = sorted((j for _, j in jobs.values()), key=lambda j: -cost[jobs[j.job_id][0].task_id])
-        run_jobs(run.executor, ordered, on_result=landed, early_stop=settled_failure)
+        stream_jobs(run.executor, ordered, on_result=landed, early_stop=settled_failure)
         if recheck:  # large outputs whose digest differed: judge them on full values
-            run_jobs(run.executor, recheck, on_result=landed, early_stop=settled_failure)
+            stream_jobs(run.executor, recheck, on_result=landed, early_stop=settled_failure)
     return {"evaluate_s": time.perf_counter() - t0, "executed_programs": len(jobs), "rechecked_samples": len(recheck)}
 
 

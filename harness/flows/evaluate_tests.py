@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Iterator
 
 from codea1.harness.errors import Codea1Error, ConfigError
-from codea1.harness.execution import run_jobs
+from codea1.harness.execution import stream_jobs
 from codea1.harness.jsonl import json_rows
 from codea1.harness.judge import judge
 from codea1.harness.metrics import TestMetric
@@ -231,7 +231,7 @@ def coverage_stage(run: Run, cfg: EvaluateTestsConfig, staged: dict[str, Staged]
                                                "error": (outcome.message or raw.load_error or outcome.status)[:300]}
             bar.update(1)
 
-        run_jobs(run.executor, [j for _, j in jobs.values()], on_result=landed)
+        stream_jobs(run.executor, [j for _, j in jobs.values()], on_result=landed)
     timing["coverage_s"] = time.perf_counter() - t0
 
 
@@ -297,7 +297,7 @@ def mutants_stage(run: Run, cfg: EvaluateTestsConfig, staged: dict[str, Staged],
             if remaining[task_id] == 0:
                 finish(task_id)
 
-        run_jobs(run.executor, [j for _, _, j in jobs.values()], on_result=landed)
+        stream_jobs(run.executor, [j for _, _, j in jobs.values()], on_result=landed)
     timing["mutants_s"] = time.perf_counter() - t0
     timing["mutants_executed"] = len(jobs)
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from codea1.harness.asserts import AssertParseError, parse_assert
-from codea1.harness.execution import batch_timeout, run_jobs
+from codea1.harness.execution import batch_timeout, stream_jobs
 from codea1.harness.flows.evaluate import EvaluateConfig, evaluate
 from codea1.harness.flows.evaluate_tests import tests_rows
 from codea1.harness.judge import judge
@@ -213,7 +213,7 @@ def matrix_stage(run: Run, cfg: TTSConfig, codes: dict[str, list[str]], tests: d
             run.store.append_row(row)
             bar.update(1)
 
-        run_jobs(run.executor, [j for _, j in jobs.values()], on_result=landed)
+        stream_jobs(run.executor, [j for _, j in jobs.values()], on_result=landed)
     timing["matrix_s"] = round(time.perf_counter() - t0, 3)
     return rows
 

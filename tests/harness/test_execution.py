@@ -74,3 +74,27 @@ def test_expected_values_of_tests_that_did_not_run_get_their_own_outcome():
     assert raw.outcomes[1].status == "not_run" and raw.outcomes[1].expected == 2
     assert raw.outcomes[1] is not NOT_RUN and NOT_RUN.expected is None
     assert json.loads(json.dumps(raw.outcomes[0].to_json()))["value"] == 2
+
+
+class LosingExecutor:
+    """Runs nothing and answers for the first job only: a real executor's bug, staged."""
+
+    name = "losing"
+
+    def run(self, jobs, early_stop=None):
+        from codea1.harness.records import RawResult
+
+        yield RawResult(job_id=jobs[0].job_id, outcomes=[RawOutcome("ok", value=1)])
+
+
+def test_stream_jobs_hands_over_every_result_and_names_the_lost_ones():
+    from codea1.harness.execution import run_jobs, stream_jobs
+
+    jobs = [ExecJob(job_id=str(i), code="", tests=make_job(1).tests, entry_point="f", time_limits=[1.0]) for i in range(3)]
+    seen = []
+    assert stream_jobs(LosingExecutor(), jobs, seen.append) is None  # nothing is kept
+    assert [r.job_id for r in seen] == ["0", "1", "2"]
+    assert seen[0].sandbox_error is None
+    assert [r.sandbox_error for r in seen[1:]] == ["executor 'losing' returned no result"] * 2
+    kept = run_jobs(LosingExecutor(), jobs)
+    assert sorted(kept) == ["0", "1", "2"] and kept["2"].exit == "sandbox"
