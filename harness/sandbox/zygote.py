@@ -96,7 +96,12 @@ class Zygote:
             os.close(fd)
         deadline = start + float(job.get("batch_timeout", 60.0)) + 1.0
         self.job_id = str(job.get("job_id"))
-        reply = self._supervise(pid, out_r, err_r, res_r, deadline)
+        exited = _pidfd(pid)  # turns readable when the child exits
+        try:
+            reply = self._supervise(pid, exited, out_r, err_r, res_r, deadline)
+        finally:
+            if exited is not None:
+                os.close(exited)
         reply["job_id"] = job.get("job_id")
         if "nonce" in job:  # echoed, so a client can tell this reply belongs to its request
             reply["nonce"] = job["nonce"]
@@ -106,7 +111,7 @@ class Zygote:
         shutil.rmtree(workdir, ignore_errors=True)
         return reply
 
-    def _supervise(self, pid: int, out_r: int, err_r: int, res_r: int, deadline: float) -> dict:
+    def _supervise(self, pid: int, exited: int | None, out_r: int, err_r: int, res_r: int, deadline: float) -> dict:
         buffers = {out_r: bytearray(), err_r: bytearray(), res_r: bytearray()}
         caps = {out_r: self.output_cap, err_r: self.output_cap, res_r: RESULT_CAP}
         overflow = {out_r: 0, err_r: 0, res_r: 0}
@@ -118,9 +123,9 @@ class Zygote:
         # Streamed records are relayed at most every RELAY_INTERVAL seconds: between relays
         # the result pipe is not watched (the child's writes land in the pipe's buffer and
         # wake nobody), but the child's exit is (its pidfd), so a job's end is seen at once.
-        exited = _pidfd(pid) if self.reply is not None else None
-        if exited is not None:
-            sel.register(exited, selectors.EVENT_READ)
+        watch_exit = exited if self.reply is not None else None
+        if watch_exit is not None:
+            sel.register(watch_exit, selectors.EVENT_READ)
         quiet_until = 0.0
         exit_reason = "finished"
         streamed = 0
@@ -148,13 +153,12 @@ class Zygote:
                     if self.control_fd is None:  # the parent closed it
                         sel.unregister(fd)
                     continue
-                if fd == exited:  # the child is gone: read the rest without pauses
-                    sel.unregister(exited)
+                if fd == watch_exit:  # the child is gone: read the rest without pauses
+                    sel.unregister(watch_exit)
+                    watch_exit = None
                     if quiet_until:
                         quiet_until = 0.0
                         sel.register(res_r, selectors.EVENT_READ)
-                    _close(exited)
-                    exited = None
                     continue
                 data = os.read(fd, READ_SIZE)
                 if fd == res_r and self.reply is not None and data:
@@ -164,7 +168,7 @@ class Zygote:
                         open_fds.clear()
                         break
                     _reply(self.reply, {"chunk": self.job_id}, data)
-                    if exited is not None and len(data) < READ_SIZE:  # a full read: more is waiting
+                    if watch_exit is not None and len(data) < READ_SIZE:  # a full read: more is waiting
                         sel.unregister(res_r)
                         quiet_until = time.monotonic() + RELAY_INTERVAL
                     continue
@@ -179,9 +183,8 @@ class Zygote:
                     exit_reason = "protocol: result records exceed the cap"
                     open_fds.clear()
                     break
-        _close(exited)
         sel.close()
-        status = self._reap(pid, deadline if exit_reason == "finished" else 0)
+        status = self._reap(pid, exited, deadline if exit_reason == "finished" else 0)
         if status is None:
             exit_reason = exit_reason if exit_reason != "finished" else "timeout"
         elif exit_reason == "finished":
@@ -211,31 +214,24 @@ class Zygote:
         return any(line.decode("utf-8", "replace") == f"cancel {self.job_id}" for line in lines)
 
     @staticmethod
-    def _reap(pid: int, deadline: float):
-        """Wait for the child until deadline; kill its whole group when it is late.
-        Returns the wait status, or None when it had to be killed."""
-        try:  # a pidfd turns readable when the child exits: no polling (Linux 5.3+)
-            exited = os.pidfd_open(pid)
-        except (AttributeError, OSError):
-            exited = None
-        try:
-            while True:
-                done, status = os.waitpid(pid, os.WNOHANG)
-                if done:
-                    _kill_group(pid)
-                    return status
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    _kill_group(pid)
-                    os.waitpid(pid, 0)
-                    return None
-                if exited is not None:
-                    select.select([exited], [], [], remaining)
-                else:
-                    time.sleep(min(remaining, 0.002))
-        finally:
+    def _reap(pid: int, exited: int | None, deadline: float):
+        """Wait for the child until deadline (on ``exited``, its pidfd, when there is one);
+        kill its whole group when it is late. Returns the wait status, or None when it had
+        to be killed."""
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                _kill_group(pid)
+                return status
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                _kill_group(pid)
+                os.waitpid(pid, 0)
+                return None
             if exited is not None:
-                os.close(exited)
+                select.select([exited], [], [], remaining)
+            else:
+                time.sleep(min(remaining, 0.002))
 
     def close(self):
         shutil.rmtree(self.root, ignore_errors=True)
@@ -247,11 +243,6 @@ def _pidfd(pid: int) -> int | None:
         return os.pidfd_open(pid)
     except (AttributeError, OSError):
         return None
-
-
-def _close(fd: int | None) -> None:
-    if fd is not None:
-        os.close(fd)
 
 
 def _kill_group(pid: int) -> None:
