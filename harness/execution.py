@@ -195,8 +195,8 @@ class RecordParser:
             if end == newline:
                 outcome = self.accept(rec)
             else:
-                outcome = self._lines([text[pos:newline].encode()])
-                outcome = outcome[0] if outcome else None
+                line = text[pos:newline].encode()
+                outcome = self.record(line) if line.strip() else None
             if outcome is not None:
                 found.append(outcome)
             pos = newline + 1
