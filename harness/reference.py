@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import marshal
 import os
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -86,15 +87,21 @@ def _atomic_write(path: Path, text: str) -> None:
 
 
 def problem_key(problem: Problem) -> str:
-    """Fingerprint of what a reference run depends on. The tests enter through the repr of
-    their fields (plain data: repr tells 1 from 1.0 and True, tuples from lists), which is
-    C-speed: encoding HumanEval+'s 160,000 inputs for the sandbox first was most of a warm
-    run's start-up, and a job encodes them anyway when it first needs them."""
-    tests = repr([(t.kind, t.args, t.call, t.op, t.expected, t.has_expected, t.expected_source, t.script, t.framework)
-                  for t in problem.tests])
+    """Fingerprint of what a reference run depends on. The tests enter through marshal's
+    bytes of their fields (format 2: a function of the value alone, with no back-references
+    that depend on which objects are shared; it tells 1 from 1.0 and True, tuples from
+    lists), or their repr where marshal cannot write a value. Both are C-speed; marshal is
+    four times faster than repr on HumanEval+'s 160,000 inputs (0.17 s of every start)."""
+    fields = [(t.kind, t.args, t.call, t.op, t.expected, t.has_expected, t.expected_source, t.script, t.framework)
+              for t in problem.tests]
+    try:
+        tests = b"marshal2:" + marshal.dumps(fields, 2)
+    except ValueError:  # a value marshal cannot write (an Opaque), or nesting too deep for it
+        tests = repr(fields).encode("utf-8", "surrogatepass")
     h = hashlib.sha256()
-    for part in (CACHE_VERSION, problem.reference, problem.entry_point, problem.prelude, tests):
+    for part in (CACHE_VERSION, problem.reference, problem.entry_point, problem.prelude):
         h.update(part.encode("utf-8", "surrogatepass") + b"\0")
+    h.update(tests)
     return h.hexdigest()[:32]
 
 

@@ -17,7 +17,7 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from codea1.harness.errors import ConfigError
 from codea1.harness.execution import batch_timeout, stream_jobs
@@ -60,6 +60,25 @@ class Prepared:
     ref: ReferenceRun
     keep: list[int]  # index of each kept test in the original problem
     limits: list[float]
+    expected: Callable[[int], Any] | None = None  # kept test -> expected value, where the reference's output is it
+
+
+_UNSET = object()
+
+
+def expected_values(bench, problem: Problem, ref: ReferenceRun, keep: list[int]) -> Callable[[int], Any]:
+    """kept test i -> its expected value, made from the reference's output once per problem:
+    early stop and the judge ask for it for every output of every sample (HumanEval+: 300,000
+    times), and a large output is read from disk only when a sample first needs it."""
+    values = [_UNSET] * len(keep)
+
+    def expected(i: int) -> Any:
+        value = values[i]
+        if value is _UNSET:
+            value = values[i] = bench.expected_from_reference(problem, ref.value(keep[i]))
+        return value
+
+    return expected
 
 
 def evaluate(plugins, cfg: EvaluateConfig, executor=None) -> dict[str, Any]:
@@ -155,7 +174,8 @@ def reference_stage(run: Run, cfg: EvaluateConfig, samples: list[CodeSample], sk
             keep = [i for i in keep if i not in ref.failed]
             p = dataclasses.replace(p, tests=[p.tests[i] for i in keep])
         limits = bench.time_limits(p, [ref.times[i] for i in keep])
-        prepared[p.task_id] = Prepared(p, ref, keep, limits)
+        expected = expected_values(bench, p, ref, keep) if bench.reference_expected(p) else None
+        prepared[p.task_id] = Prepared(p, ref, keep, limits, expected)
     return prepared, reference_failures, timing
 
 
@@ -191,23 +211,18 @@ def judge_stage(run: Run, cfg: EvaluateConfig, todo: list[CodeSample], prepared:
     reference's are judged again on full values."""
     bench = run.bench
     jobs, copies = sample_jobs(run, cfg, todo, prepared, skipped, log)
-
-    def expected_of(prep: Prepared, i: int) -> Any:
-        return bench.expected_from_reference(prep.problem, prep.ref.value(prep.keep[i]))
-
     recheck: list[ExecJob] = []
     t0 = time.perf_counter()
     with stage_bar("evaluate", len(jobs), cfg.progress) as bar:
         def landed(raw):
             s, job = jobs[raw.job_id]
             prep = prepared[s.task_id]
-            expected = digest = None
-            if bench.reference_expected(prep.problem):
-                expected = lambda i: expected_of(prep, i)  # noqa: E731
+            digest = None
+            if prep.expected is not None:
                 digest = lambda i: prep.ref.digests.get(prep.keep[i])  # noqa: E731
             checker = checkers.pop(job.job_id, None)
             checker = checker.rewind() if checker is not None else bench.checker(prep.problem)
-            v = judge(s.task_id, s.index, job, raw, checker, expected, digest)
+            v = judge(s.task_id, s.index, job, raw, checker, prep.expected, digest)
             if v.status == RECHECK:
                 recheck.append(dataclasses.replace(job, large_output="value"))
                 return
@@ -228,8 +243,8 @@ def judge_stage(run: Run, cfg: EvaluateConfig, todo: list[CodeSample], prepared:
                 return False  # a digest mismatch is not yet a failure (1 == 1.0)
             prep = prepared[jobs[job.job_id][0].task_id]
             test = job.tests[i]
-            if bench.reference_expected(prep.problem):
-                expected = expected_of(prep, i)
+            if prep.expected is not None:
+                expected = prep.expected(i)
             elif test.expected_source:
                 return False
             else:

@@ -97,8 +97,25 @@ class _TestTimeout(BaseException):
     """BaseException, so that `except Exception:` in the program cannot swallow it."""
 
 
+_armed = False  # True while a timed call runs: an alarm outside one is a spent timer, ignored
+
+
 def _on_alarm(signum, frame):
-    raise _TestTimeout()
+    if _armed:
+        raise _TestTimeout()
+
+
+_PRISTINE_BUILTINS: dict | None = None
+
+
+def prepare() -> None:
+    """Made once in the zygote, before any child: the builtins as no program has touched
+    them, and the alarm handler. A child that made them itself wrote to the page of every
+    builtin object (the copy's references), and the kernel copies each page a child writes:
+    a one-test child's CPU went from 2.2 to 1.9 ms."""
+    global _PRISTINE_BUILTINS
+    _PRISTINE_BUILTINS = dict(builtins.__dict__)
+    signal.signal(signal.SIGALRM, _on_alarm)
 
 
 class _Channel:
@@ -109,10 +126,12 @@ class _Channel:
         self.fd = fd
 
     def _write(self, line: str) -> None:
-        view = memoryview(line.encode())
-        while view:
-            written = os.write(self.fd, view)
-            view = view[written:]
+        data = line.encode()
+        written = _WRITE(self.fd, data)
+        if written < len(data):  # a short write: the pipe was nearly full
+            view = memoryview(data)[written:]
+            while view:
+                view = view[_WRITE(self.fd, view):]
 
     def send(self, record: dict) -> None:
         self._write(_ENCODER.encode(record) + "\n")
@@ -121,12 +140,11 @@ class _Channel:
         """A test's value as ``encode_for_channel`` made it. A large one may travel as its
         digest alone: the digest says nothing about the expected value, so it cannot be
         forged (the child never sees the expected value or its digest)."""
-        fields = [f'"i":{i}', '"s":"ok"', f'"t":{took!r}']
-        if digest is not None:
-            fields.append(f'"h":"{digest}"')
-        if text is not None:
-            fields.append(f'"v":{text}')
-        self._write("{" + ",".join(fields) + "}\n")
+        if digest is None:
+            line = f'{{"i":{i},"s":"ok","t":{took!r},"v":{text}}}\n'
+        else:
+            line = f'{{"i":{i},"s":"ok","t":{took!r},"h":"{digest}"' + ("}\n" if text is None else f',"v":{text}}}\n')
+        self._write(line)
 
 
 def _describe(exc: BaseException) -> str:
@@ -135,13 +153,20 @@ def _describe(exc: BaseException) -> str:
 
 
 def _timed(limit: float, fn, *args):
-    """Run fn under a wall-clock alarm; returns (value, seconds)."""
-    signal.setitimer(signal.ITIMER_REAL, max(limit, 0.001))
-    start = time.perf_counter()
+    """Run fn under a wall-clock alarm; returns (value, seconds). The timer is not disarmed
+    afterwards (one system call a test less: HumanEval+ runs 1,000 tests a sample): should
+    it fire after fn returned, ``_on_alarm`` ignores it, and the next call arms it anew."""
+    global _armed
+    _SETITIMER(_ITIMER_REAL, limit if limit > 0.001 else 0.001)
+    _armed = True
+    start = _CLOCK()
     try:
-        return fn(*args), time.perf_counter() - start
+        return fn(*args), _CLOCK() - start
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        _armed = False
+
+
+_SETITIMER, _ITIMER_REAL, _CLOCK, _WRITE = signal.setitimer, signal.ITIMER_REAL, time.perf_counter, os.write
 
 
 def _guarded_wrapper(fn):
@@ -182,7 +207,8 @@ def run(job: dict, channel_fd: int) -> None:
 
 
 def _run(job: dict, channel: _Channel) -> None:
-    signal.signal(signal.SIGALRM, _on_alarm)
+    if _PRISTINE_BUILTINS is None:
+        prepare()
     # Every program starts from the same random state: verdicts of programs (and references)
     # that call random repeat from run to run and from zygote to zygote.
     random.seed(0)
@@ -191,7 +217,7 @@ def _run(job: dict, channel: _Channel) -> None:
     large_output = job.get("large_output", "value")
     entry_point = job.get("entry_point")
     prelude = job.get("prelude") or ""
-    pristine_builtins = dict(builtins.__dict__)
+    pristine_builtins = _PRISTINE_BUILTINS
 
     # Phase 1: expected sides that are expressions, evaluated without the program.
     if any(t.get("expected_source") for t in tests):

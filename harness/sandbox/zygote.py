@@ -219,10 +219,11 @@ class Zygote:
         kill its whole group when it is late. Returns the wait status, or None when it had
         to be killed."""
         while True:
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
+            # Seen exited but not reaped: until waitpid, its pid (its group's id) cannot be
+            # reused, so the group kill cannot reach a newcomer that took the number.
+            if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
                 _kill_group(pid)
-                return status
+                return os.waitpid(pid, 0)[1]
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 _kill_group(pid)
@@ -291,6 +292,7 @@ def main(argv=None) -> int:
             preloaded.append(name)
         except Exception as exc:  # noqa: BLE001 - reported in the ready line
             failed[name] = f"{type(exc).__name__}: {exc}"
+    child.prepare()  # after the preloads: children start from what the zygote has then
     streaming = args.control_fd is not None
     zygote = Zygote(seccomp=seccomp, file_mb=args.file_mb, output_cap=args.output_cap,
                     reply=reply if streaming else None, control_fd=args.control_fd,

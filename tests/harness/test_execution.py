@@ -76,6 +76,42 @@ def test_expected_values_of_tests_that_did_not_run_get_their_own_outcome():
     assert json.loads(json.dumps(raw.outcomes[0].to_json()))["value"] == 2
 
 
+
+@pytest.mark.parametrize("chunk", [1, 7, 1 << 20])
+def test_nothing_after_a_settled_failure_is_read(chunk):
+    """Once ``stop`` answers True, the records after that one are not parsed (nor judged):
+    the later tests count as not run, a forged line after it is not seen, and the result
+    says "cancelled" however the child's run ended."""
+    asked = []
+
+    def stop(i, outcome):
+        asked.append(i)
+        return outcome.value == "wrong"
+
+    lines = [b'{"load":"ok"}', b'{"i":0,"s":"ok","t":0.1,"v":1}', b'{"i":1,"s":"ok","t":0.1,"v":"wrong"}',
+             b'{"i":2,"s":"ok","t":0.1,"v":3}', b'{"i":2,"s":"ok","t":0.1,"v":3}', b'{"done":true}', b'{"i":']
+    data = b"\n".join(lines)
+    parser = RecordParser(make_job(), stop=stop)
+    for k in range(0, len(data), chunk):
+        parser.feed(data[k:k + chunk])
+    raw = parser.finish("finished")
+    assert asked == [0, 1]
+    assert raw.exit == "cancelled"
+    assert [o.status for o in raw.outcomes] == ["ok", "ok", "not_run"] and raw.outcomes[2] is NOT_RUN
+
+
+def test_a_failing_stop_is_an_error_not_a_tampered_channel():
+    """An exception in ``stop`` (a checker's bug) propagates: it must not be taken for a
+    protocol violation, which would fail the sample as tampering."""
+    def stop(i, outcome):
+        raise TypeError("a checker bug")
+
+    parser = RecordParser(make_job(), stop=stop)
+    with pytest.raises(TypeError, match="checker bug"):
+        parser.feed(b'{"load":"ok"}\n{"i":0,"s":"ok","t":0.1,"v":1}\n')
+    assert parser.violation is None
+
+
 class LosingExecutor:
     """Runs nothing and answers for the first job only: a real executor's bug, staged."""
 

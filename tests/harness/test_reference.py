@@ -4,7 +4,10 @@ reference run depends on differs."""
 from __future__ import annotations
 
 import dataclasses
+import json
+import sys
 
+from codea1.harness.plaindata import Opaque
 from codea1.harness.records import Problem
 from codea1.harness.records import TestCase as Case  # not "Test...": pytest would collect it
 from codea1.harness.reference import problem_key
@@ -30,6 +33,23 @@ def test_problem_key_tells_apart_what_a_reference_run_depends_on():
     call = dataclasses.replace(base, tests=[Case(id="c", call="f(1)", expected=1)])
     assert problem_key(call) != problem_key(dataclasses.replace(call, tests=[Case(id="c", call="f(1)", expected=1,
                                                                                       op="!=")]))
+
+
+
+def test_problem_key_is_a_function_of_the_values_alone():
+    """Equal inputs give equal keys however they were built (shared or fresh objects, parsed
+    from JSON or written out, interned strings or joined ones); a value marshal cannot write
+    falls back to its repr, and still gives a stable key."""
+    shared = [2, 3]
+    built = problem(shared, shared, sys.intern("ab"), {"k": shared})
+    parsed = problem(*json.loads('[[2, 3], [2, 3], "ab", {"k": [2, 3]}]'))
+    joined = problem([2, 3], [2, 3], "".join(["a", "b"]), {"k": [2, 3]})
+    assert problem_key(built) == problem_key(parsed) == problem_key(joined)
+    assert problem_key(problem(0.0)) != problem_key(problem(-0.0))
+    assert problem_key(problem([1])) != problem_key(problem((1,)))
+    opaque = problem(1, expected=Opaque("Widget"))
+    assert problem_key(opaque) == problem_key(problem(1, expected=Opaque("Widget")))
+    assert problem_key(opaque) != problem_key(problem(1, expected=Opaque("Gadget")))
 
 
 def test_a_warm_run_reads_the_tests_encoding_saved_beside_the_results(executor, tmp_path, monkeypatch):

@@ -167,3 +167,25 @@ def test_large_outputs_are_judged_on_digests_and_rechecked_on_values(plugins, tm
                                                tasks=["HumanEval/130"], out=str(tmp_path / "run"), progress=False))
     assert results["tasks"]["HumanEval/130"]["statuses"] == ["pass", "pass", "fail"]
     assert results["timing"]["rechecked_samples"] == 2  # the canonical one needed none
+
+
+def test_a_spent_alarm_is_ignored_and_a_live_one_ends_the_call():
+    """A test's timer is left running after its call returns (one system call a test less);
+    should it fire between tests, nothing happens; inside a timed call it is a timeout."""
+    import signal
+    import time
+
+    from codea1.harness.sandbox import child
+
+    previous = signal.signal(signal.SIGALRM, child._on_alarm)
+    try:
+        assert child._timed(60.0, lambda: 7)[0] == 7
+        signal.raise_signal(signal.SIGALRM)  # the first call's timer, firing between tests
+        with pytest.raises(child._TestTimeout):
+            child._timed(60.0, signal.raise_signal, signal.SIGALRM)
+        with pytest.raises(child._TestTimeout):
+            child._timed(0.05, time.sleep, 60)
+        assert child._timed(60.0, lambda: 8)[0] == 8  # the next call re-arms its own timer
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
