@@ -72,6 +72,11 @@ class Executor:
         """What this executor enforces, for the run's environment record."""
         return {}
 
+    def start_in_background(self) -> None:
+        """Begin starting workers (processes, connections) now, without waiting for them:
+        a run calls it before loading its data. ``run`` and ``info`` must still work, waiting
+        where they need to. Optional: the default does nothing."""
+
     def close(self) -> None:
         pass
 

@@ -55,24 +55,28 @@ class ReferenceRun:
         return self.values.get(i)
 
     def save(self, path: Path) -> None:
+        """Values as plain-data trees (JSON's types only), written with marshal: every run
+        reads every sampled problem's file, and marshal reads HumanEval+'s 164 in a fifth of
+        json's time. Large outputs go to a JSON side file, read only when needed."""
         large = {str(i): plaindata.to_tree(self.values[i]) for i in self.digests if i in self.values}
-        small = {str(i): plaindata.to_tree(v) for i, v in self.values.items() if i not in self.digests}
+        small = {i: plaindata.to_tree(v) for i, v in self.values.items() if i not in self.digests}
         if large:
             _atomic_write(path.with_suffix(".large.json"), json.dumps(large, separators=(",", ":")))
-        _atomic_write(path, json.dumps({"times": self.times, "values": small,
-                                        "digests": {str(k): v for k, v in self.digests.items()},
-                                        "failed": {str(k): v for k, v in self.failed.items()}, "error": self.error},
-                                       separators=(",", ":")))
+        _atomic_write(path, marshal.dumps({"times": self.times, "values": small, "digests": dict(self.digests),
+                                           "failed": dict(self.failed), "error": self.error}))
 
     @classmethod
     def load(cls, path: Path) -> "ReferenceRun":
-        d = json.loads(path.read_text())
-        digests = {int(k): v for k, v in d["digests"].items()}
+        """Raises ValueError (or OSError, EOFError) for a file that is torn or not one of ours."""
+        d = marshal.loads(path.read_bytes())
+        if type(d) is not dict or type(d.get("times")) is not list or type(d.get("values")) is not dict \
+                or type(d.get("digests")) is not dict or type(d.get("failed")) is not dict:
+            raise ValueError(f"{path}: not a reference record")
         large = path.with_suffix(".large.json")
-        if digests and not large.exists():
+        if d["digests"] and not large.exists():
             raise FileNotFoundError(large)
-        return cls(d["times"], {int(k): plaindata.from_tree(v) for k, v in d["values"].items()}, digests,
-                   {int(k): v for k, v in d["failed"].items()}, d.get("error"), large if digests else None)
+        return cls(d["times"], {int(k): plaindata.from_tree(v) for k, v in d["values"].items()}, d["digests"],
+                   d["failed"], d.get("error"), large if d["digests"] else None)
 
 
 def _tests_path(path: Path) -> Path:
@@ -80,9 +84,12 @@ def _tests_path(path: Path) -> Path:
     return path.with_suffix(f".tests{TESTS_FORMAT}.json")
 
 
-def _atomic_write(path: Path, text: str) -> None:
+def _atomic_write(path: Path, data: str | bytes) -> None:
     tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-    tmp.write_text(text)
+    if isinstance(data, bytes):
+        tmp.write_bytes(data)
+    else:
+        tmp.write_text(data)
     os.replace(tmp, path)
 
 
@@ -144,13 +151,13 @@ def run_references(problems: Sequence[Problem], executor: Executor, *, checks_te
     jobs: dict[str, tuple[Problem, Path, ExecJob]] = {}
     with long_lived():
         for p in problems:
-            path = folder / f"{problem_key(p)}.json"
+            path = folder / f"{problem_key(p)}.marshal"
             if use_cache and path.exists():
                 try:
                     out[p.task_id] = ReferenceRun.load(path)
                     adopt_encoded_tests(p.tests, _tests_path(path).read_text())
                     continue
-                except (OSError, ValueError, KeyError):
+                except (OSError, ValueError, EOFError, KeyError, TypeError):
                     pass  # torn or stale cache entry: recomputed below
             jobs[f"ref:{p.task_id}"] = (p, path, _reference_job(p, memory_mb))
     if use_cache and jobs:

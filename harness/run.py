@@ -116,16 +116,21 @@ class Run:
         self.plugins = plugins
         self.cfg = cfg
         self.bench = create_benchmark(plugins, cfg.benchmark, cfg.data, cfg.benchmark_options)
-        with long_lived():
-            loaded = self.bench.load()
-        self.all_problems: dict[str, Problem] = {p.task_id: p for p in loaded}
-        self.problems: dict[str, Problem] = {p.task_id: p for p in select_tasks(loaded, cfg.tasks, cfg.limit,
-                                                                                 cfg.benchmark)}
         self._owns_executor = executor is None and isinstance(cfg, ExecutingRunConfig)
         if self._owns_executor:
             executor = plugins.executors.create(cfg.executor, cfg.executor_options, workers=cfg.workers)
+            executor.start_in_background()  # its workers start while the problems load
         self.executor = executor
         self.store: RunStore | None = None
+        try:
+            with long_lived():
+                loaded = self.bench.load()
+            self.all_problems: dict[str, Problem] = {p.task_id: p for p in loaded}
+            self.problems: dict[str, Problem] = {p.task_id: p for p in select_tasks(loaded, cfg.tasks, cfg.limit,
+                                                                                     cfg.benchmark)}
+        except BaseException:
+            self.close()
+            raise
 
     def start(self, environment: dict[str, Any] | None = None, **config: Any) -> RunStore:
         """Write config.json (the config record, updated with ``config``: resolved paths,

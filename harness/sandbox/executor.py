@@ -71,6 +71,9 @@ class ZygoteExecutor(Executor):
     def info(self) -> dict:
         return {"executor": self.name, "workers": self.workers, "wrapper": self.wrapper, **self.pool.start()}
 
+    def start_in_background(self) -> None:
+        self.pool.start_in_background()
+
     def run(self, jobs: Sequence[ExecJob], early_stop=None) -> Iterator[RawResult]:
         encode = PayloadEncoder()
         streams: dict[str, RecordStream] = {}  # with early_stop: records parsed as they stream in

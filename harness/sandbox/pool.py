@@ -175,17 +175,37 @@ class ZygotePool:
         self._free: queue.Queue[_Zygote] = queue.Queue()
         self._all: list[_Zygote] = []
         self._lock = threading.Lock()
+        self._start_lock = threading.Lock()  # held while zygotes start, on whichever thread
         self._started = False
+        self._background: threading.Thread | None = None
 
     def start(self) -> dict:
-        if not self._started:
-            with ThreadPoolExecutor(self.workers) as ex:
-                zygotes = list(ex.map(lambda _: _Zygote(self._argv, self._env), range(self.workers)))
-            for z in zygotes:
-                self._all.append(z)
-                self._free.put(z)
-            self._started = True
+        """Start the zygotes, once (a start already under way on another thread is waited
+        for); returns the first one's ready report."""
+        with self._start_lock:
+            if not self._started:
+                with ThreadPoolExecutor(self.workers) as ex:
+                    zygotes = list(ex.map(lambda _: _Zygote(self._argv, self._env), range(self.workers)))
+                for z in zygotes:
+                    self._all.append(z)
+                    self._free.put(z)
+                self._started = True
         return self._all[0].info
+
+    def start_in_background(self) -> None:
+        """Start the zygotes on another thread, so that they import while the caller loads
+        its data; ``start`` (which every request calls) waits for them. Should they fail to
+        start there, ``start`` tries again and raises to the caller that needs them."""
+        def start_quietly():
+            try:
+                self.start()
+            except Exception:  # noqa: BLE001 - raised again by the start that needs the zygotes
+                pass
+
+        if self._started or self._background is not None:
+            return
+        self._background = threading.Thread(target=start_quietly, name="zygote-start", daemon=True)
+        self._background.start()
 
     def _replace(self, dead: _Zygote) -> None:
         dead.close()
@@ -262,7 +282,11 @@ class ZygotePool:
                 yield answers.get()
 
     def close(self) -> None:
-        for z in self._all:
-            z.close()
-        self._all.clear()
-        self._started = False
+        if self._background is not None:  # a start under way finishes first: its zygotes are closed too
+            self._background.join()
+            self._background = None
+        with self._start_lock:
+            for z in self._all:
+                z.close()
+            self._all.clear()
+            self._started = False

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import marshal
 import sys
 
 from codea1.harness.plaindata import Opaque
@@ -72,3 +73,21 @@ def test_a_warm_run_reads_the_tests_encoding_saved_beside_the_results(executor, 
     again = problem(1, [2, 3], "a")  # a new list: nothing of the first run in memory
     assert run_references([again], executor, checks_tests=lambda p: False)["p"].values == first.values
     assert execution.encoded_tests(again.tests) == execution.encoded_tests(p.tests)
+
+
+def test_a_torn_or_foreign_cache_file_is_recomputed(executor, tmp_path, monkeypatch):
+    """The cache is read with marshal: a file cut short, garbage, or marshal data of another
+    shape is not trusted; the reference runs again and the file is written anew."""
+    from codea1.harness.reference import ReferenceRun, run_references
+
+    monkeypatch.setenv("CODEA1_CACHE_DIR", str(tmp_path))
+    values = {0: 1, 1: (2, 3), 2: {"a": {4}}, 3: float("inf")}
+    p = problem(1, (2, 3), {"a": {4}}, float("inf"))
+    assert run_references([p], executor, checks_tests=lambda p: False)["p"].values == values
+    [path] = (tmp_path / "reference").glob("*.marshal")
+    whole = path.read_bytes()
+    for bad in (whole[:len(whole) // 2], b"garbage", marshal.dumps([1, 2]), marshal.dumps({"times": 1})):
+        path.write_bytes(bad)
+        assert run_references([problem(1, (2, 3), {"a": {4}}, float("inf"))], executor,
+                              checks_tests=lambda p: False)["p"].values == values
+        assert ReferenceRun.load(path).values == values

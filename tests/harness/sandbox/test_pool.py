@@ -23,3 +23,52 @@ def test_items_without_groups_go_out_in_order():
         taken.append(item)
         current = None
     assert taken == [0, 1, 2, 3, 4]
+
+
+def zygotes_of_this_process() -> list[int]:
+    import os
+
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            stat = open(f"/proc/{entry}/stat").read()
+            cmdline = open(f"/proc/{entry}/cmdline", "rb").read()
+        except (OSError, ValueError):
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if int(fields[1]) == os.getpid() and fields[0] != "Z" and b"codea1.harness.sandbox.zygote" in cmdline:
+            found.append(int(entry))
+    return found
+
+
+def test_zygotes_started_in_the_background_are_waited_for_and_closed():
+    """start_in_background returns at once; start (and every request) waits for the zygotes
+    it began; close waits for a start under way, so no zygote outlives the pool."""
+    from codea1.harness.sandbox.pool import ZygotePool
+
+    others = set(zygotes_of_this_process())  # other tests' executors in this process
+    pool = ZygotePool(2, preload=())
+    pool.start_in_background()
+    pool.start_in_background()  # a second call starts nothing more
+    assert pool.start()["ready"] is True
+    mine = {z.proc.pid for z in pool._all}
+    assert len(mine) == 2 and set(zygotes_of_this_process()) - others == mine
+    pool.close()
+    assert set(zygotes_of_this_process()) - others == set()
+
+    closed_at_once = ZygotePool(2, preload=())
+    closed_at_once.start_in_background()
+    closed_at_once.close()  # waits for the start under way, then closes what it started
+    assert set(zygotes_of_this_process()) - others == set()
+
+
+def test_a_background_start_that_fails_is_raised_by_the_start_that_needs_it(tmp_path):
+    import pytest
+
+    from codea1.harness.sandbox.pool import ZygotePool
+
+    pool = ZygotePool(1, preload=(), python=str(tmp_path / "no-such-python"))
+    pool.start_in_background()
+    with pytest.raises(OSError):
+        pool.start()
+    pool.close()
