@@ -22,7 +22,8 @@ Beside both tools' times it prints the in-process limit: the same programs and t
 inputs (each sample's inputs up to the first one codea1 saw fail, as codea1 stops there;
 a timed-out input counted at the time codea1 waited for it) run in plain Python processes,
 one per worker, each taking the next program when it is free, with no isolation, no
-encoding and no judging (timed from the moment the workers exist). --repeat R runs the
+encoding and no judging (timed from the moment the workers exist; the better of two runs,
+programs in file order and longest first). --repeat R runs the
 tools R times, alternated, and prints medians.
 
 Every process runs with Python's bytecode cache on, as an installed package does: a shell
@@ -150,6 +151,7 @@ def alarm(*_):
 JOBS = pickle.load(open(sys.argv[1], "rb"))
 
 def run(index):
+    began = time.perf_counter()
     code, entry_point, inputs = JOBS[index]
     signal.signal(signal.SIGALRM, alarm)
     namespace = {"__name__": "__main__"}
@@ -165,24 +167,32 @@ def run(index):
     except BaseException:
         pass
     signal.setitimer(signal.ITIMER_REAL, 0)
-    return index
+    return index, time.perf_counter() - began
+
+def timed(order):
+    # Forked workers inherit JOBS and take the next job when they are free, as codea1's
+    # workers do (a fixed split of the jobs left one worker idle for seconds). A fresh
+    # pool each time: no worker has imported what an earlier pass's programs imported.
+    took = {}
+    with multiprocessing.get_context("fork").Pool(int(sys.argv[2])) as pool:
+        start = time.perf_counter()
+        for index, seconds in pool.imap_unordered(run, order, chunksize=1):
+            took[index] = seconds
+        return time.perf_counter() - start, took
 
 if __name__ == "__main__":
-    workers = int(sys.argv[2])
-    # Forked workers inherit JOBS and take the next job when they are free, as codea1's
-    # workers do (a fixed split of the jobs left one worker idle for seconds).
-    with multiprocessing.get_context("fork").Pool(workers) as pool:
-        start = time.perf_counter()
-        for _ in pool.imap_unordered(run, range(len(JOBS)), chunksize=1):
-            pass
-        print("SECONDS", time.perf_counter() - start)
+    in_file_order, took = timed(range(len(JOBS)))
+    longest_first, _ = timed(sorted(took, key=lambda i: -took[i]))
+    print("FILE_ORDER", in_file_order, "LONGEST_FIRST", longest_first, "SECONDS", min(in_file_order, longest_first))
 """
 
 
 def in_process_limit(data: Path, samples: Path, verdicts_path: Path, workers: int) -> float:
     """Wall seconds of the same programs and inputs in plain processes, ``workers`` of them
-    taking the programs in file order as they become free (see the module docstring); the
-    inputs each sample ran in codea1 are read from its verdicts."""
+    taking the next program as they become free (see the module docstring): the better of
+    two orders, the file's and longest first (by each program's time in the first pass; a
+    long program started last keeps one worker busy alone). The inputs each sample ran in
+    codea1 are read from its verdicts."""
     import pickle
 
     tasks = {}
