@@ -1,7 +1,8 @@
 """A tiny Qwen2-style checkpoint built locally, for tests and dry runs; no download anywhere.
 
-``build_tiny_model(directory)`` trains a byte-level BPE tokenizer on a few KB of local text
-(this project's own sources and demo problems), gives it a ChatML chat template like
+``build_tiny_model(directory)`` trains a byte-level BPE tokenizer on 32 KB of local text
+(tiny_corpus.json: this project's demo problems, prompts and some of its sources, frozen),
+gives it a ChatML chat template like
 Qwen2.5's, builds a random-init ``Qwen2ForCausalLM`` with that vocabulary, and saves both
 as a normal Hugging Face directory. Everything that loads a checkpoint (the hf and vllm
 generators, the trainers) loads it through the same code path as a real one. The weights are
@@ -12,6 +13,7 @@ Also on the command line: ``codea1 dev tiny-model DIR``.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
@@ -25,15 +27,11 @@ CHAT_TEMPLATE = (
 
 
 def corpus() -> list[str]:
-    """A few KB of local text: the demo problems, the prompts, some of this package's code."""
-    root = Path(__file__).resolve().parents[2]
-    texts = []
-    for rel in ("benchmarks/demo/problems.py", "harness/prompts/paper.toml", "harness/asserts.py", "harness/judge.py"):
-        path = root / rel
-        if path.exists():
-            texts.append(path.read_text(encoding="utf-8"))
-    texts.append("def add(a, b):\n    return a + b\n\nassert add(1, 2) == 3\n```python\n```\n")
-    return texts
+    """The tokenizer's training text: 32 KB, frozen in tiny_corpus.json (the demo problems,
+    the prompts and two of this package's modules as they were on 2026-11-23). It was read
+    from those files, so editing judge.py changed the tokenizer and moved the learning
+    curves that tests check; frozen, the tiny models stay the same whatever the code does."""
+    return json.loads((Path(__file__).with_name("tiny_corpus.json")).read_text(encoding="utf-8"))
 
 
 def build_tiny_model(directory: str | Path, *, vocab_size: int = 1024, hidden_size: int = 128, layers: int = 2,
