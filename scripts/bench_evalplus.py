@@ -23,8 +23,8 @@ inputs (each sample's inputs up to the first one codea1 saw fail, as codea1 stop
 a timed-out input counted at the time codea1 waited for it) run in plain Python processes,
 one per worker, each taking the next program when it is free, with no isolation, no
 encoding and no judging (timed from the moment the workers exist; the better of two runs,
-programs in file order and longest first). --repeat R runs the
-tools R times, alternated, and prints medians.
+programs in file order and longest first). --repeat R runs the tools R times, alternated,
+and prints medians.
 
 Every process runs with Python's bytecode cache on, as an installed package does: a shell
 that exports PYTHONDONTWRITEBYTECODE (some containers do) would otherwise have each tool
