@@ -179,21 +179,23 @@ class RecordParser:
         self.violation: str | None = None
         self.partial = b""
 
-    def feed(self, data: bytes) -> list[tuple[int, RawOutcome]]:
+    def feed(self, data: bytes) -> None:
         """Parse the complete lines in ``data`` (a trailing partial line waits for the next
-        call); return the test outcomes among them, in order."""
+        call)."""
         if self.stopped:
-            return []
+            return
         buffer = self.partial + data
         cut = buffer.rfind(b"\n") + 1
         self.partial = buffer[cut:]
         if not cut or self.violation:
-            return []
+            return
         try:
             text = buffer[:cut].decode()
         except UnicodeDecodeError:
-            return self._lines(buffer[:cut].split(b"\n"))
-        found = []
+            for line in buffer[:cut].split(b"\n"):
+                if line.strip():
+                    self.record(line)
+            return
         pos, size = 0, len(text)
         while pos < size and not self.violation and not self.stopped:
             newline = text.index("\n", pos)
@@ -208,17 +210,12 @@ class RecordParser:
             except (StopIteration, ValueError):
                 end = -1
             if end == newline:
-                outcome = self.accept(rec)
+                self.accept(rec)
             else:
                 line = text[pos:newline].encode()
-                outcome = self.record(line) if line.strip() else None
-            if outcome is not None:
-                found.append(outcome)
+                if line.strip():
+                    self.record(line)
             pos = newline + 1
-        return found
-
-    def _lines(self, lines: list[bytes]) -> list[tuple[int, RawOutcome]]:
-        return [found for line in lines if line.strip() and (found := self.record(line)) is not None]
 
     def record(self, line: bytes | str) -> tuple[int, RawOutcome] | None:
         """One record line; returns (index, outcome) for a test record."""
