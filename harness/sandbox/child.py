@@ -243,10 +243,17 @@ def _run(job: dict, channel: _Channel) -> None:
                 channel.send({"x": i, "e": _describe(exc)})
 
     # Phase 2: load the program as module `solution` (KodCode's tests import from it).
+    # Written with os calls, not open(): every object the child touches costs a page copy
+    # (its pages are the zygote's until written), and a text file object touches dozens.
     module = types.ModuleType("solution")
-    module.__file__ = os.path.abspath("solution.py")
-    with open("solution.py", "w") as fh:
-        fh.write(job["code"])
+    module.__file__ = os.getcwd() + "/solution.py"  # the zygote made the directory: absolute, normalized
+    fd = os.open("solution.py", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        data = job["code"].encode()
+        while data:
+            data = data[os.write(fd, data):]
+    finally:
+        os.close(fd)
     sys.modules["solution"] = module
     try:
         code_obj = compile(job["code"], module.__file__, "exec")
@@ -257,7 +264,7 @@ def _run(job: dict, channel: _Channel) -> None:
     except BaseException as exc:  # noqa: BLE001 - SystemExit too: the program ends here
         channel.send({"load": "error", "e": _describe(exc)})
         return
-    channel.send({"load": "ok"})
+    channel._write('{"load":"ok"}\n')
 
     namespace = dict(module.__dict__)
     namespace["__builtins__"] = pristine_builtins

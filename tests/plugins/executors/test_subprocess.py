@@ -60,6 +60,24 @@ def test_threads_still_work(executor, survive):
     assert run_code(executor, code, "assert f(21) == 42", "f")[0].status == PASS
 
 
+def test_a_program_sees_the_safe_environment_and_its_own_file(executor):
+    """The zygote scrubs its environment once; each child adds only HOME and TMPDIR, its
+    working directory, where the program's source lies as solution.py."""
+    from codea1.harness.sandbox.zygote import SAFE_ENV
+
+    code = ("import os, sys, tempfile\n"
+            "def f(x):\n"
+            "    here = os.getcwd()\n"
+            "    src = open(sys.modules['solution'].__file__).read()\n"
+            "    return [dict(os.environ), here, tempfile.gettempdir() == here,\n"
+            "            sys.modules['solution'].__file__ == here + '/solution.py', 'def f(x)' in src]\n")
+    _, raw = run_code(executor, code, "assert f(1) == 0", "f", fail_fast=False)
+    env, here, temp_here, file_here, has_source = raw.outcomes[0].value
+    assert env == {**SAFE_ENV, "HOME": here, "TMPDIR": here}
+    assert here.startswith("/") and os.path.basename(here).startswith("job-")
+    assert temp_here and file_here and has_source
+
+
 def test_many_jobs_use_all_workers(executor):
     from codea1.harness.asserts import parse_asserts
     from codea1.harness.execution import run_jobs
