@@ -142,6 +142,26 @@ def test_without_seccomp_a_daemon_is_killed_after_its_job(plugins):
         ex.close()
 
 
+def test_a_program_without_landlock_cannot_plant_files_for_the_next_job(plugins):
+    """Job directories are numbered in the zygote's private directory. A program that runs
+    without Landlock can make the next numbers itself; the next job must then get a fresh
+    directory of its own, never the planted one."""
+    ex = plugins.executors.create("subprocess", {"landlock": "false"}, workers=1)
+    try:
+        plant = ("import os\ndef f(x):\n    here = os.getcwd()\n    root, name = os.path.split(here)\n"
+                 "    n = int(name.split('-')[1])\n    for k in range(n + 1, n + 4):\n"
+                 "        os.mkdir(os.path.join(root, f'job-{k}'))\n"
+                 "        open(os.path.join(root, f'job-{k}', 'planted.txt'), 'w').write('answer')\n"
+                 "    return 'planted'\n")
+        verdict, _ = run_code(ex, plant, "assert f(1) == 'planted'", "f")
+        assert verdict.status == PASS  # without Landlock the program could write there
+        look = "import os\ndef f(x):\n    return sorted(os.listdir('.'))\n"
+        verdict, raw = run_code(ex, look, "assert f(1) == ['solution.py']", "f")
+        assert verdict.status == PASS, raw.outcomes[0]
+    finally:
+        ex.close()
+
+
 def test_info_reports_what_is_enforced(executor):
     info = executor.info()
     assert info["seccomp"] is True and info["subreaper"] is True
