@@ -82,10 +82,16 @@ class Zygote:
             os.mkdir(workdir, 0o700)
         except FileExistsError:
             workdir = tempfile.mkdtemp(prefix="job-", dir=self.root)
+        ruleset = None
+        if self.landlock:
+            try:
+                ruleset = confine.landlock_ruleset(workdir, self.block_tcp)[0]
+            except OSError:  # the job fails as a sandbox error; nothing of it is left here
+                _remove(workdir)
+                raise
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         res_r, res_w = os.pipe()
-        ruleset = confine.landlock_ruleset(workdir, self.block_tcp)[0] if self.landlock else None
         sys.stdout.flush()
         start = time.monotonic()
         try:
@@ -258,7 +264,7 @@ class Zygote:
 
 
 def _remove(workdir: str) -> None:
-    """Remove a job's directory: most hold only solution.py, for which three system calls do
+    """Remove a job's directory: most hold only solution.py, for which two system calls do
     what shutil.rmtree does in a hundred lines of Python."""
     try:
         os.unlink(os.path.join(workdir, "solution.py"))

@@ -1,0 +1,28 @@
+"""The zygote's own bookkeeping, in process (its jobs, children and limits are exercised
+through the executors' suites)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from codea1.harness.sandbox import confine, zygote
+
+
+def test_a_refused_landlock_ruleset_fails_the_job_and_leaves_nothing_behind(monkeypatch):
+    """Should the kernel refuse the rules a job's child would be confined by, the job fails
+    before any child exists, and its directory and descriptors are gone."""
+    def refused(writable, block_tcp):
+        raise OSError("landlock_create_ruleset failed")
+
+    monkeypatch.setattr(confine, "landlock_ruleset", refused)  # stands in for the kernel's refusal
+    z = zygote.Zygote(seccomp=False, file_mb=64, output_cap=1024, landlock=True)
+    try:
+        fds = set(os.listdir("/proc/self/fd"))
+        with pytest.raises(OSError, match="landlock_create_ruleset"):
+            z.run_job({"job_id": "j", "code": "x = 1\n", "tests": [], "time_limits": []})
+        assert os.listdir(z.root) == []
+        assert set(os.listdir("/proc/self/fd")) == fds
+    finally:
+        z.close()
