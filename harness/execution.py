@@ -11,10 +11,13 @@ record parsing from this module: ``PayloadEncoder``, ``RecordParser`` (``parse_r
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+import marshal
 import os
 import threading
+from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
 from codea1.harness import plaindata
@@ -106,11 +109,12 @@ def _test_tree(test: TestCase) -> dict:
 
 _SCAN = json.JSONDecoder().scan_once  # json.loads' own C scanner (strict: no raw control characters)
 
-_ENCODED_TESTS: dict[int, tuple[list, str, str]] = {}
+_ENCODED_TESTS: dict[int, tuple[list, str, str, Path | None]] = {}
 _ENCODED_LOCK = threading.Lock()
 
 
 TESTS_FORMAT = "1"  # of encoded_tests' JSON; change it with _test_tree (encodings are saved on disk)
+TESTS_BLOB_FORMAT = b"codea1-tests-marshal-1\n"  # first line of a tests blob file: change it with child.decode_tests
 
 
 def encoded_tests(tests: list[TestCase]) -> tuple[str, str]:
@@ -122,11 +126,12 @@ def encoded_tests(tests: list[TestCase]) -> tuple[str, str]:
     return cached[1], cached[2]
 
 
-def adopt_encoded_tests(tests: list[TestCase], text: str) -> tuple[str, str]:
+def adopt_encoded_tests(tests: list[TestCase], text: str, blob_file: Path | None = None) -> tuple[str, str]:
     """Make ``text`` the encoding of ``tests`` in this process: what encoded_tests made of
     equal tests, saved (the reference cache keeps it beside each problem's results: encoding
-    HumanEval+'s inputs takes a second)."""
-    cached = (tests, hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32], text)
+    HumanEval+'s inputs takes a second). ``blob_file``, where given, holds the same tests as
+    ``write_tests_blob`` saved them, for ``tests_blob``."""
+    cached = (tests, hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32], text, blob_file)
     with _ENCODED_LOCK:  # executors encode jobs from several threads
         _ENCODED_TESTS[id(tests)] = cached  # holds the list, so its id cannot be reused
         if len(_ENCODED_TESTS) > 8192:  # a long training run makes new tests lists every step
@@ -134,19 +139,57 @@ def adopt_encoded_tests(tests: list[TestCase], text: str) -> tuple[str, str]:
     return cached[1], cached[2]
 
 
-class PayloadEncoder:
-    """Encodes jobs for the zygote protocol as (head, tests_key, tests_json). The tests of one
-    problem are sent once per zygote (HumanEval+ has up to 1,000 inputs a task), then named
-    by ``tests_key``."""
+def write_tests_blob(path: Path, key: str, text: str) -> bool:
+    """Save the tests of JSON ``text`` (fingerprint ``key``, from encoded_tests) as the zygote
+    holds them: marshal (format 2: fresh objects, no shared references) of what
+    ``child.decode_tests`` makes of them, after a header naming the format, the key and the
+    payload's SHA-256. The zygote loads such bytes 6 times faster than it decodes the JSON.
+    False (nothing written) when marshal cannot write a decoded value (an Opaque)."""
+    from codea1.harness.sandbox.child import decode_tests
 
-    def __call__(self, job: ExecJob) -> tuple[str, str, str]:
+    try:
+        payload = marshal.dumps(decode_tests(json.loads(text)), 2)
+    except ValueError:
+        return False
+    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+    tmp.write_bytes(TESTS_BLOB_FORMAT + key.encode() + b"\n" + hashlib.sha256(payload).digest() + payload)
+    os.replace(tmp, path)
+    return True
+
+
+def tests_blob(tests: list[TestCase]) -> bytes | None:
+    """The marshal payload of ``tests`` where ``adopt_encoded_tests`` was given a file that
+    holds them; None where there is none, or it is torn, stale (another key or format) or
+    not ours: the zygote then gets the JSON. Read from disk each time it is asked for: the
+    pool asks once per zygote and problem, and the parent keeps no second copy."""
+    cached = _ENCODED_TESTS.get(id(tests))
+    if cached is None or cached[0] is not tests or cached[3] is None:
+        return None
+    try:
+        data = cached[3].read_bytes()
+    except OSError:
+        return None
+    head = TESTS_BLOB_FORMAT + cached[1].encode() + b"\n"
+    start = len(head) + 32
+    if not data.startswith(head) or hashlib.sha256(memoryview(data)[start:]).digest() != data[len(head):start]:
+        return None
+    return data[start:]
+
+
+class PayloadEncoder:
+    """Encodes jobs for the zygote protocol as (head, tests_key, tests_json, tests_blob). The
+    tests of one problem are sent once per zygote (HumanEval+ has up to 1,000 inputs a task),
+    then named by ``tests_key``; ``tests_blob()`` gives them as marshal bytes where a cache
+    holds them (``tests_blob``), else None, and the JSON is sent."""
+
+    def __call__(self, job: ExecJob) -> tuple[str, str, str, Callable[[], bytes | None]]:
         key, tests_json = encoded_tests(job.tests)
         head = json.dumps({"job_id": job.job_id, "code": job.code, "entry_point": job.entry_point,
                            "prelude": job.prelude, "time_limits": job.time_limits,
                            "batch_timeout": job.batch_timeout, "memory_mb": job.memory_mb,
                            "fail_fast": job.fail_fast, "stop_on_timeout": job.stop_on_timeout,
                            "large_output": job.large_output}, separators=(",", ":"))
-        return head, key, tests_json
+        return head, key, tests_json, functools.partial(tests_blob, job.tests)
 
 
 class RecordParser:

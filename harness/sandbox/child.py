@@ -93,6 +93,17 @@ def _fast_text(value) -> str | None:
     return None
 
 
+def decode_tests(tests: list) -> list:
+    """A job's tests as a child runs them, from their JSON form (execution.encoded_tests):
+    each call test's ``args`` tree decoded once into its value, ``args_value`` (the tree is
+    dropped). In place; returns ``tests``. The zygote does it once per problem; the parent
+    does it to cache the result as marshal bytes, which the zygote then loads instead."""
+    for test in tests:
+        if test.get("args") is not None:
+            test["args_value"] = plaindata.from_tree(test.pop("args"))
+    return tests
+
+
 class _TestTimeout(BaseException):
     """BaseException, so that `except Exception:` in the program cannot swallow it."""
 
@@ -288,11 +299,11 @@ def _run(job: dict, channel: _Channel) -> None:
                 record["i"] = i
                 channel.send(record)
                 continue
-            if test.get("args") is not None:
+            if "args_value" in test or test.get("args") is not None:
                 if not callable(entry):
                     raise NameError(f"entry point {entry_point!r} is not defined")
-                # The zygote decodes args once per problem; this process is a fork, so what
-                # the program does to them stays here.
+                # The zygote decodes args once per problem (decode_tests); this process is a
+                # fork, so what the program does to them stays here.
                 args = test["args_value"] if "args_value" in test else plaindata.from_tree(test["args"])
                 value, took = _timed(limits[i], entry, *args)
             else:

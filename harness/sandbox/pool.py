@@ -73,11 +73,12 @@ class _Zygote:
             raise ZygoteDied(f"zygote reply cut short: {self.stderr_tail()}")
         return header, body
 
-    def _send(self, text: str, job_id: str, on_chunk) -> tuple[dict, bytes]:
-        """Send one job; result records stream in as chunks (``on_chunk(bytes)`` returns True
-        to cancel the job: the zygote then kills the child)."""
+    def _send(self, data: bytes, job_id: str, on_chunk) -> tuple[dict, bytes]:
+        """Send one job (its line, and its tests' marshal bytes where they follow it); result
+        records stream in as chunks (``on_chunk(bytes)`` returns True to cancel the job: the
+        zygote then kills the child)."""
         try:
-            self.proc.stdin.write(text.encode("utf-8", "surrogatepass") + b"\n")
+            self.proc.stdin.write(data)
             self.proc.stdin.flush()
             chunks = []
             cancelled = False
@@ -92,16 +93,25 @@ class _Zygote:
         except (BrokenPipeError, OSError, ValueError) as exc:
             raise ZygoteDied(f"zygote pipe broke: {exc}; {self.stderr_tail()}") from exc
 
-    def request(self, head: str, tests_key: str, tests_json: str, job_id: str = "", on_chunk=None) -> tuple[dict, bytes]:
+    def request(self, head: str, tests_key: str, tests_json: str, tests_blob: Callable[[], bytes | None] | None = None,
+                job_id: str = "", on_chunk=None) -> tuple[dict, bytes]:
         """``head`` is the job as a JSON object without its tests; the tests travel only when
         this zygote does not hold them (it holds the latest it was sent; should it answer
-        "need_tests" all the same, they are sent)."""
+        "need_tests" all the same, they are sent): as the marshal bytes ``tests_blob()``
+        returns, or as ``tests_json`` where it returns None."""
         if tests_key == self.held_tests:
-            header, body = self._send(head[:-1] + f',"tests_key":"{tests_key}"}}', job_id, on_chunk)
+            line = head[:-1] + f',"tests_key":"{tests_key}"}}\n'
+            header, body = self._send(line.encode("utf-8", "surrogatepass"), job_id, on_chunk)
             if not header.get("need_tests"):
                 return header, body
         self.held_tests = None  # until the zygote has read them: a broken pipe may lose them
-        answer = self._send(head[:-1] + f',"tests_key":"{tests_key}","tests":{tests_json}}}', job_id, on_chunk)
+        blob = tests_blob() if tests_blob is not None else None
+        if blob is not None:
+            line = head[:-1] + f',"tests_key":"{tests_key}","tests_marshal":{len(blob)}}}\n'
+            data = line.encode("utf-8", "surrogatepass") + blob
+        else:
+            data = (head[:-1] + f',"tests_key":"{tests_key}","tests":{tests_json}}}\n').encode("utf-8", "surrogatepass")
+        answer = self._send(data, job_id, on_chunk)
         self.held_tests = tests_key
         return answer
 
@@ -223,9 +233,9 @@ class ZygotePool:
             return None, exc
         return self._free.get(), None
 
-    def request(self, parts: tuple[str, str, str], job_id: str = "", on_chunk=None) -> tuple[dict, bytes]:
-        """Run one job (head, tests_key, tests_json); a zygote that dies is replaced and the
-        error is raised."""
+    def request(self, parts: tuple, job_id: str = "", on_chunk=None) -> tuple[dict, bytes]:
+        """Run one job (``PayloadEncoder``'s parts: head, tests_key, tests_json and optionally
+        tests_blob); a zygote that dies is replaced and the error is raised."""
         self.start()
         zygote = self._free.get()
         try:
@@ -236,7 +246,7 @@ class ZygotePool:
         self._free.put(zygote)
         return answer
 
-    def map_unordered(self, items: Iterable, make_payload: Callable[[object], tuple[str, str, str]],
+    def map_unordered(self, items: Iterable, make_payload: Callable[[object], tuple],
                       on_error: Callable[[object, Exception], tuple[dict, bytes]],
                       job_id: Callable[[object], str] = str,
                       make_on_chunk: Callable[[object], Callable[[bytes], bool] | None] = lambda item: None,

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import marshal
 import os
 import select
 import selectors
@@ -25,7 +26,6 @@ import sys
 import tempfile
 import time
 
-from codea1.harness import plaindata
 from codea1.harness.sandbox import child, confine
 
 OUTPUT_CAP = 64 * 1024  # bytes of stdout / stderr kept per job
@@ -341,19 +341,30 @@ def main(argv=None) -> int:
     # then names them by tests_key); children inherit them by fork. Only the latest: the
     # parent gives a zygote one problem's jobs in a row, and every fork copies the page
     # tables of all this process holds, and every child's exit tears them down.
+    # Tests come as JSON inside the job's line, or as "tests_marshal": N, the line then
+    # followed by N bytes: marshal of what child.decode_tests makes of them, from the parent's
+    # cache (HumanEval+'s 9 MB of tests: json.loads and decoding took 0.42 s of CPU a run).
     held_key, held_tests = None, None
+    stdin = sys.stdin.buffer
     try:
-        for line in sys.stdin:
+        while line := stdin.readline():
             if not line.strip():
                 continue
             try:
                 job = json.loads(line)
                 key = job.get("tests_key")
-                if "tests" in job:
-                    for test in job["tests"]:
-                        if test.get("args") is not None:
-                            test["args_value"] = plaindata.from_tree(test["args"])
-                    held_key, held_tests = key, job["tests"]
+                if "tests_marshal" in job:
+                    size = int(job["tests_marshal"])
+                    blob = stdin.read(size)
+                    if len(blob) != size:
+                        break  # the parent is gone
+                    tests = marshal.loads(blob)
+                    if type(tests) is not list:
+                        raise ValueError("tests_marshal: not a list of tests")
+                    job["tests"] = held_tests = tests
+                    held_key = key
+                elif "tests" in job:
+                    held_key, held_tests = key, child.decode_tests(job["tests"])
                 elif key is not None and key == held_key:
                     job["tests"] = held_tests
                 else:

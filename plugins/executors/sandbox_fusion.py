@@ -153,7 +153,7 @@ class SandboxFusionExecutor(Executor):
         from sandbox_fusion import RunCodeRequest, run_code
 
         nonce = secrets.token_hex(16)
-        head, _key, tests_json = PayloadEncoder()(job)
+        head, _key, tests_json, _blob = PayloadEncoder()(job)  # the service reads JSON only
         stdin = head[:-1] + f',"nonce":"{nonce}","tests":{tests_json}}}\n'
         request = RunCodeRequest(code=self.code, language="python", stdin=stdin,
                                  run_timeout=job.batch_timeout + self.options.run_timeout_slack)

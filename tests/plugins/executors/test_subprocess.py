@@ -206,9 +206,9 @@ def test_a_zygote_holds_the_tests_of_its_latest_problem_and_asks_for_others(monk
     sent, asked_again = [], []
     send = pool._Zygote._send
 
-    def counting_send(self, text, job_id, on_chunk):
-        sent.append((job_id, ',"tests":' in text))
-        header, body = send(self, text, job_id, on_chunk)
+    def counting_send(self, data, job_id, on_chunk):
+        sent.append((job_id, b',"tests":' in data))
+        header, body = send(self, data, job_id, on_chunk)
         if header.get("need_tests"):
             asked_again.append(job_id)
         return header, body
@@ -233,11 +233,64 @@ def test_a_zygote_holds_the_tests_of_its_latest_problem_and_asks_for_others(monk
             assert f'"v":"{"ab"[i % 2]}1000"'.encode() in body
         assert [with_tests for _, with_tests in sent] == [True] * 4 and asked_again == []
         # The parent believes the zygote holds b's tests; it holds a's: it asks for them.
-        head, tests_key, tests_json = PayloadEncoder()(job(20, problems[1]))
+        head, tests_key, tests_json, tests_blob = PayloadEncoder()(job(20, problems[1]))
         zygote.request(*PayloadEncoder()(job(19, problems[0])), job_id="19")
         zygote.held_tests = tests_key
-        header, body = zygote.request(head, tests_key, tests_json, job_id="20")
+        header, body = zygote.request(head, tests_key, tests_json, tests_blob, job_id="20")
         assert asked_again == ["20"] and b'"v":"b1000"' in body
+
+
+def test_tests_travel_as_marshal_bytes_where_a_blob_holds_them(tmp_path, monkeypatch):
+    """Where a file written by write_tests_blob holds a problem's tests, the zygote gets them
+    as marshal bytes instead of JSON, and the program sees the same values: tuples, sets,
+    dicts with int keys, bytes, big ints, NaN, -0.0 and lone surrogates. A torn, stale or
+    missing file sends the JSON."""
+    import math
+
+    from codea1.harness import execution
+    from codea1.harness.records import ExecJob, TestCase
+    from codea1.harness.sandbox import pool
+    from codea1.harness.sandbox.executor import ZygoteExecutor
+
+    sent = []
+    send = pool._Zygote._send
+
+    def recording_send(self, data, job_id, on_chunk):
+        sent.append("marshal" if b'"tests_marshal":' in data else "json" if b',"tests":' in data else "held")
+        return send(self, data, job_id, on_chunk)
+
+    monkeypatch.setattr(pool._Zygote, "_send", recording_send)
+    values = [(1, "a"), {3, 4}, {1: [2.5, None]}, b"\x00\xff", 2 ** 300, float("nan"), -0.0, "\ud800", True]
+    code = ("import math\ndef f(*xs):\n    return [[type(x).__name__ for x in xs], repr(xs[0]), sorted(xs[1]),\n"
+            "            repr(xs[2]), list(xs[3]), xs[4] == 2 ** 300, math.isnan(xs[5]),\n"
+            "            math.copysign(1, xs[6]), len(xs[7]), xs[8] is True]\n")
+
+    def run(executor, tests):
+        job = ExecJob(job_id="j", code=code, tests=tests, entry_point="f", time_limits=[10.0], batch_timeout=60)
+        return execution.run_jobs(executor, [job])["j"].outcomes[0]
+
+    expected = [["tuple", "set", "dict", "bytes", "int", "float", "float", "str", "bool"], "(1, 'a')", [3, 4],
+                "{1: [2.5, None]}", [0, 255], True, True, -1.0, 1, True]
+    with ZygoteExecutor(workers=1) as executor:
+        by_json = [TestCase(id="t", args=list(values), has_expected=False)]
+        assert run(executor, by_json).value == expected
+        by_blob = [TestCase(id="t", args=list(values), has_expected=False)]
+        key, text = execution.encoded_tests(by_blob)
+        blob = tmp_path / "tests.blob"
+        assert execution.write_tests_blob(blob, key, text)
+        execution.adopt_encoded_tests(by_blob, text, blob)
+        executor.pool._all[0].held_tests = None  # equal tests: the zygote holds them already
+        assert run(executor, by_blob).value == expected
+        assert sent == ["json", "marshal"]
+        for spoil in (lambda data: data[:-3], lambda data: data.replace(key.encode(), b"0" * 32),
+                      lambda data: b"other" + data):
+            blob.write_bytes(spoil(blob.read_bytes()))
+            assert execution.tests_blob(by_blob) is None
+            assert execution.write_tests_blob(blob, key, text)
+        blob.unlink()
+        assert execution.tests_blob(by_blob) is None
+        executor.pool._all[0].held_tests = None
+        assert run(executor, by_blob).value == expected and sent[-1] == "json"
 
 
 def test_streamed_records_are_relayed_in_batches_and_the_end_is_seen_at_once():
