@@ -75,6 +75,27 @@ def test_a_warm_run_reads_the_tests_encoding_saved_beside_the_results(executor, 
     assert execution.encoded_tests(again.tests) == execution.encoded_tests(p.tests)
 
 
+def test_the_tests_are_saved_as_the_zygote_holds_them_and_made_for_older_caches(executor, tmp_path, monkeypatch):
+    """Beside the tests' JSON, a blob file holds them as the zygote decodes them; a warm run
+    hands its path on (tests_blob), and a cache from before the blobs gets one."""
+    from codea1.harness import execution
+    from codea1.harness.reference import run_references
+    from codea1.harness.sandbox.child import decode_tests
+
+    monkeypatch.setenv("CODEA1_CACHE_DIR", str(tmp_path))
+    p = problem(1, (2, 3), "a")
+    run_references([p], executor, checks_tests=lambda p: False)
+    blobs = list((tmp_path / "reference").glob(f"*.tests{execution.TESTS_FORMAT}.blob"))
+    assert len(blobs) == 1
+    decoded = decode_tests(json.loads(execution.encoded_tests(p.tests)[1]))
+    assert marshal.loads(execution.tests_blob(p.tests)) == decoded
+    assert decoded[1]["args_value"] == [(2, 3)] and "args" not in decoded[1]
+    blobs[0].unlink()  # as a cache written before the blobs
+    again = problem(1, (2, 3), "a")
+    run_references([again], executor, checks_tests=lambda p: False)
+    assert blobs[0].exists() and marshal.loads(execution.tests_blob(again.tests)) == decoded
+
+
 def test_a_torn_or_foreign_cache_file_is_recomputed(executor, tmp_path, monkeypatch):
     """The cache is read with marshal: a file cut short, garbage, or marshal data of another
     shape is not trusted; the reference runs again and the file is written anew."""
