@@ -78,7 +78,7 @@ def test_a_warm_run_reads_the_tests_encoding_saved_beside_the_results(executor, 
 def test_the_tests_are_saved_as_the_zygote_holds_them_and_made_for_older_caches(executor, tmp_path, monkeypatch):
     """Beside the tests' JSON, a blob file holds them as the zygote decodes them; a warm run
     hands its path on (tests_blob), and a cache from before the blobs gets one."""
-    from codea1.harness import execution
+    from codea1.harness import execution, reference
     from codea1.harness.reference import run_references
     from codea1.harness.sandbox.child import decode_tests
 
@@ -94,6 +94,17 @@ def test_the_tests_are_saved_as_the_zygote_holds_them_and_made_for_older_caches(
     again = problem(1, (2, 3), "a")
     run_references([again], executor, checks_tests=lambda p: False)
     assert blobs[0].exists() and marshal.loads(execution.tests_blob(again.tests)) == decoded
+    # A cache that cannot be written to (root ignores permissions: the refusal is simulated)
+    # still serves its results, and the zygotes get the JSON.
+    blobs[0].unlink()
+
+    def refused(path, key, text):
+        raise PermissionError(13, "read-only", str(path))
+
+    monkeypatch.setattr(reference, "write_tests_blob", refused)
+    third = problem(1, (2, 3), "a")
+    assert run_references([third], executor, checks_tests=lambda p: False)["p"].values == {0: 1, 1: (2, 3), 2: "a"}
+    assert execution.tests_blob(third.tests) is None
 
 
 def test_a_torn_or_foreign_cache_file_is_recomputed(executor, tmp_path, monkeypatch):
