@@ -1,0 +1,83 @@
+"""Benchmark: what one sandboxed job costs beyond the program's own work.
+
+Runs N one-test jobs of a trivial program on one zygote (the subprocess executor's sandbox:
+fork, confinement, the child's harness, supervision, the result) and reads, from
+/proc/<zygote>/stat before and after, the zygote's own CPU and page faults and those of its
+children. The anchor, measured in the same run: a bare fork of this process, the child
+exiting at once, reaped by waitpid. The ratio says how far a sandboxed job is from the cost
+of the fork that isolates it.
+
+    python scripts/bench_job_overhead.py [--jobs 300] [--tests 1]
+
+Page faults matter here: a forked child shares the zygote's pages until either writes one,
+and the kernel then copies it (a few microseconds each on a VM). The figures in the issue
+notes were taken with this script.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import time
+
+from codea1.harness.execution import run_jobs
+from codea1.harness.records import ExecJob, TestCase
+from codea1.harness.sandbox.executor import ZygoteExecutor
+
+
+def zygote_counters(pid: int) -> list[float]:
+    """[own faults, children's faults, own CPU s, children's CPU s] of a process."""
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    tick = os.sysconf("SC_CLK_TCK")
+    return [int(fields[7]), int(fields[8]), (int(fields[11]) + int(fields[12])) / tick,
+            (int(fields[13]) + int(fields[14])) / tick]
+
+
+def bare_fork(n: int) -> tuple[float, float]:
+    """(CPU ms, page faults) per fork of this process whose child exits at once."""
+    before_self, before_kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    for _ in range(n):
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0)
+        os.waitpid(pid, 0)
+    after_self, after_kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = sum(a.ru_utime + a.ru_stime - b.ru_utime - b.ru_stime
+              for a, b in ((after_self, before_self), (after_kids, before_kids)))
+    faults = (after_self.ru_minflt - before_self.ru_minflt) + (after_kids.ru_minflt - before_kids.ru_minflt)
+    return cpu / n * 1e3, faults / n
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--jobs", type=int, default=300)
+    parser.add_argument("--tests", type=int, default=1, help="trivial tests per job")
+    args = parser.parse_args()
+    tests = [TestCase(id=f"t{i}", args=[i, [i, i + 1]], has_expected=False) for i in range(args.tests)]
+
+    def jobs(count: int, offset: int) -> list[ExecJob]:
+        return [ExecJob(job_id=str(offset + i), code="def f(x, y):\n    return x + 1\n", tests=tests, entry_point="f",
+                        time_limits=[1.0] * len(tests), batch_timeout=60) for i in range(count)]
+
+    with ZygoteExecutor(workers=1) as executor:
+        executor.pool.start()
+        pid = executor.pool._all[0].proc.pid
+        run_jobs(executor, jobs(20, 0))  # warm: the zygote's own code paths have run once
+        before, start = zygote_counters(pid), time.perf_counter()
+        run_jobs(executor, jobs(args.jobs, 20))
+        wall = time.perf_counter() - start
+        after = zygote_counters(pid)
+    own_faults, child_faults, own_cpu, child_cpu = ((a - b) / args.jobs for a, b in zip(after, before))
+    fork_ms, fork_faults = bare_fork(args.jobs)
+    job_ms = (own_cpu + child_cpu) * 1e3
+    print(f"{args.jobs} jobs x {args.tests} test(s), one zygote: {wall / args.jobs * 1e3:.2f} ms wall a job")
+    print(f"  zygote   {own_cpu * 1e3:6.2f} ms CPU  {own_faults:6.0f} page faults a job")
+    print(f"  child    {child_cpu * 1e3:6.2f} ms CPU  {child_faults:6.0f} page faults a job")
+    print(f"anchor: bare fork + exit of this process {fork_ms:.2f} ms CPU, {fork_faults:.0f} page faults")
+    print(f"sandboxed job / bare fork: {job_ms / fork_ms:.1f}x CPU" if fork_ms > 0 else "bare fork: below the clock tick")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
