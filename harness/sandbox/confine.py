@@ -16,6 +16,7 @@ import platform
 import resource
 import struct
 import tempfile
+from typing import Callable
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -233,16 +234,16 @@ def enforce_ruleset(ruleset: int) -> None:
         raise OSError(ctypes.get_errno(), "landlock_restrict_self failed")
 
 
-def probe_landlock() -> dict:
-    """What restrict_filesystem enforces here ({} when refused), checked in a throwaway child."""
+def in_child(action: Callable[[], str]) -> str:
+    """What ``action()`` returns when run in a throwaway forked child ("" when it raises):
+    restrictions it puts on itself (Landlock, seccomp) end with that child."""
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(read_fd)
         try:
-            report = restrict_filesystem(tempfile.gettempdir(), block_tcp=True)
-            os.write(write_fd, repr(report).encode())
-        except BaseException:  # noqa: BLE001
+            os.write(write_fd, action().encode())
+        except BaseException:  # noqa: BLE001 - the parent reads nothing
             pass
         os._exit(0)
     os.close(write_fd)
@@ -251,8 +252,15 @@ def probe_landlock() -> dict:
         data += chunk
     os.close(read_fd)
     os.waitpid(pid, 0)
+    return data.decode()
+
+
+def probe_landlock() -> dict:
+    """What restrict_filesystem enforces here ({} when refused), checked in a throwaway child."""
     import ast
-    return ast.literal_eval(data.decode()) if data else {}
+
+    report = in_child(lambda: repr(restrict_filesystem(tempfile.gettempdir(), block_tcp=True)))
+    return ast.literal_eval(report) if report else {}
 
 
 PR_SET_CHILD_SUBREAPER = 36

@@ -12,27 +12,6 @@ from codea1.harness.sandbox import confine
 pytestmark = pytest.mark.skipif(not confine.probe_landlock(), reason="this kernel refuses Landlock")
 
 
-def _in_child(action) -> str:
-    """Run ``action()`` in a forked child; its return value (a str) or the error's name."""
-    read_fd, write_fd = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(read_fd)
-        try:
-            answer = action()
-        except BaseException as exc:  # noqa: BLE001 - reported to the parent
-            answer = type(exc).__name__
-        os.write(write_fd, answer.encode())
-        os._exit(0)
-    os.close(write_fd)
-    data = b""
-    while chunk := os.read(read_fd, 4096):
-        data += chunk
-    os.close(read_fd)
-    os.waitpid(pid, 0)
-    return data.decode()
-
-
 def test_a_ruleset_built_before_the_fork_confines_the_child_that_enforces_it(tmp_path):
     inside, outside = tmp_path / "inside", tmp_path / "outside"
     inside.mkdir()
@@ -50,10 +29,10 @@ def test_a_ruleset_built_before_the_fork_confines_the_child_that_enforces_it(tmp
                 return "refused: " + (inside / "ok.txt").read_text()
             return "escaped"
 
-        assert _in_child(confined) == "refused: written"
+        assert confine.in_child(confined) == "refused: written"
         assert not (outside / "escaped.txt").exists()
         # Built is not enforced: a child that does not enforce it, and this process, write freely.
-        assert _in_child(lambda: (outside / "free.txt").write_text("x") and "free") == "free"
+        assert confine.in_child(lambda: (outside / "free.txt").write_text("x") and "free") == "free"
         (outside / "mine.txt").write_text("still mine")
     finally:
         os.close(ruleset)
