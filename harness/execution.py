@@ -130,7 +130,7 @@ def adopt_encoded_tests(tests: list[TestCase], text: str, blob_file: Path | None
     """Make ``text`` the encoding of ``tests`` in this process: what encoded_tests made of
     equal tests, saved (the reference cache keeps it beside each problem's results: encoding
     HumanEval+'s inputs takes a second). ``blob_file``, where given, holds the same tests as
-    ``write_tests_blob`` saved them, for ``tests_blob``."""
+    ``tests_blob_bytes`` made them, for ``tests_blob``."""
     cached = (tests, hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32], text, blob_file)
     with _ENCODED_LOCK:  # executors encode jobs from several threads
         _ENCODED_TESTS[id(tests)] = cached  # holds the list, so its id cannot be reused
@@ -139,22 +139,19 @@ def adopt_encoded_tests(tests: list[TestCase], text: str, blob_file: Path | None
     return cached[1], cached[2]
 
 
-def write_tests_blob(path: Path, key: str, text: str) -> bool:
-    """Save the tests of JSON ``text`` (fingerprint ``key``, from encoded_tests) as the zygote
-    holds them: marshal (format 2: fresh objects, no shared references) of what
-    ``child.decode_tests`` makes of them, after a header naming the format, the key and the
-    payload's SHA-256. The zygote loads such bytes 6 times faster than it decodes the JSON.
-    False (nothing written) when marshal cannot write a decoded value (an Opaque)."""
+def tests_blob_bytes(key: str, text: str) -> bytes | None:
+    """The tests of JSON ``text`` (fingerprint ``key``, from encoded_tests) as the zygote holds
+    them, for a cache file that ``tests_blob`` reads: marshal (format 2: fresh objects, no
+    shared references) of what ``child.decode_tests`` makes of them, after a header naming
+    the format, the key and the payload's SHA-256. The zygote loads such bytes 6 times faster
+    than it decodes the JSON. None when marshal cannot write a decoded value (an Opaque)."""
     from codea1.harness.sandbox.child import decode_tests
 
     try:
         payload = marshal.dumps(decode_tests(json.loads(text)), 2)
     except ValueError:
-        return False
-    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-    tmp.write_bytes(TESTS_BLOB_FORMAT + key.encode() + b"\n" + hashlib.sha256(payload).digest() + payload)
-    os.replace(tmp, path)
-    return True
+        return None
+    return TESTS_BLOB_FORMAT + key.encode() + b"\n" + hashlib.sha256(payload).digest() + payload
 
 
 def tests_blob(tests: list[TestCase]) -> bytes | None:

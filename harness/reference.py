@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 
 from codea1.harness import plaindata
 from codea1.harness.execution import (TESTS_FORMAT, Executor, adopt_encoded_tests, encoded_tests, stream_jobs,
-                                      write_tests_blob)
+                                      tests_blob_bytes)
 from codea1.harness.judge import Checker, judge
 from codea1.harness.longlived import long_lived
 from codea1.harness.progress import stage_bar
@@ -87,7 +87,7 @@ def _tests_path(path: Path) -> Path:
 
 
 def _blob_path(path: Path) -> Path:
-    """Beside a problem's results: its tests as the zygote holds them (write_tests_blob)."""
+    """Beside a problem's results: its tests as the zygote holds them (tests_blob_bytes)."""
     return path.with_suffix(f".tests{TESTS_FORMAT}.blob")
 
 
@@ -98,6 +98,14 @@ def _atomic_write(path: Path, data: str | bytes) -> None:
     else:
         tmp.write_text(data)
     os.replace(tmp, path)
+
+
+def _write_tests_blob(path: Path, key: str, text: str) -> bool:
+    """Write the tests blob of ``text``; False (nothing written) where there is none."""
+    data = tests_blob_bytes(key, text)
+    if data is not None:
+        _atomic_write(path, data)
+    return data is not None
 
 
 def problem_key(problem: Problem) -> str:
@@ -166,7 +174,7 @@ def run_references(problems: Sequence[Problem], executor: Executor, *, checks_te
                     key, _ = adopt_encoded_tests(p.tests, text, blob)
                     if not blob.exists():  # a cache from before the blobs: made once
                         try:
-                            write_tests_blob(blob, key, text)
+                            _write_tests_blob(blob, key, text)
                         except OSError:  # a read-only cache: the zygotes get the JSON
                             pass
                     continue
@@ -183,7 +191,7 @@ def run_references(problems: Sequence[Problem], executor: Executor, *, checks_te
         if use_cache and not (ref.error and ref.error.startswith("sandbox error")):
             key, text = encoded_tests(p.tests)
             _atomic_write(_tests_path(path), text)  # first: load() needs both
-            if write_tests_blob(_blob_path(path), key, text):
+            if _write_tests_blob(_blob_path(path), key, text):
                 adopt_encoded_tests(p.tests, text, _blob_path(path))
             ref.save(path)
         bar.update(1)

@@ -241,7 +241,7 @@ def test_a_zygote_holds_the_tests_of_its_latest_problem_and_asks_for_others(monk
 
 
 def test_tests_travel_as_marshal_bytes_where_a_blob_holds_them(tmp_path, monkeypatch):
-    """Where a file written by write_tests_blob holds a problem's tests, the zygote gets them
+    """Where a file of tests_blob_bytes holds a problem's tests, the zygote gets them
     as marshal bytes instead of JSON, and the program sees the same values: tuples, sets,
     dicts with int keys, bytes, big ints, NaN, -0.0 and lone surrogates. A torn, stale or
     missing file sends the JSON."""
@@ -277,7 +277,7 @@ def test_tests_travel_as_marshal_bytes_where_a_blob_holds_them(tmp_path, monkeyp
         by_blob = [TestCase(id="t", args=list(values), has_expected=False)]
         key, text = execution.encoded_tests(by_blob)
         blob = tmp_path / "tests.blob"
-        assert execution.write_tests_blob(blob, key, text)
+        blob.write_bytes(execution.tests_blob_bytes(key, text))
         execution.adopt_encoded_tests(by_blob, text, blob)
         executor.pool._all[0].held_tests = None  # equal tests: the zygote holds them already
         assert run(executor, by_blob).value == expected
@@ -286,7 +286,7 @@ def test_tests_travel_as_marshal_bytes_where_a_blob_holds_them(tmp_path, monkeyp
                       lambda data: b"other" + data):
             blob.write_bytes(spoil(blob.read_bytes()))
             assert execution.tests_blob(by_blob) is None
-            assert execution.write_tests_blob(blob, key, text)
+            blob.write_bytes(execution.tests_blob_bytes(key, text))
         blob.unlink()
         assert execution.tests_blob(by_blob) is None
         executor.pool._all[0].held_tests = None
