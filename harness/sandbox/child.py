@@ -129,6 +129,14 @@ def prepare() -> None:
     signal.signal(signal.SIGALRM, _on_alarm)
 
 
+def _write_all(fd: int, data: bytes) -> None:
+    written = _WRITE(fd, data)
+    if written < len(data):  # a short write: a pipe nearly full
+        view = memoryview(data)[written:]
+        while view:
+            view = view[_WRITE(fd, view):]
+
+
 class _Channel:
     """Writes each record at once, so a process killed mid-test has reported every test
     before it (a crash is pinned on the right test)."""
@@ -137,12 +145,7 @@ class _Channel:
         self.fd = fd
 
     def _write(self, line: str) -> None:
-        data = line.encode()
-        written = _WRITE(self.fd, data)
-        if written < len(data):  # a short write: the pipe was nearly full
-            view = memoryview(data)[written:]
-            while view:
-                view = view[_WRITE(self.fd, view):]
+        _write_all(self.fd, line.encode())
 
     def send(self, record: dict) -> None:
         self._write(_ENCODER.encode(record) + "\n")
@@ -260,9 +263,7 @@ def _run(job: dict, channel: _Channel) -> None:
     module.__file__ = os.getcwd() + "/solution.py"  # the zygote made the directory: absolute, normalized
     fd = os.open("solution.py", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        data = job["code"].encode()
-        while data:
-            data = data[os.write(fd, data):]
+        _write_all(fd, job["code"].encode())
     finally:
         os.close(fd)
     sys.modules["solution"] = module
