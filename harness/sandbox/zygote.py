@@ -118,7 +118,6 @@ class Zygote:
             os.close(fd)
         deadline = start + float(job.get("batch_timeout", 60.0)) + 1.0
         self.job_id = str(job.get("job_id"))
-        self.chunk_header = b'{"chunk":' + json.dumps(self.job_id).encode() + b',"result_bytes":'
         exited = _pidfd(pid)  # turns readable when the child exits
         try:
             reply = self._supervise(pid, exited, out_r, err_r, res_r, deadline)
@@ -190,9 +189,7 @@ class Zygote:
                         exit_reason = "protocol: result records exceed the cap"
                         open_fds.clear()
                         break
-                    # _reply's header, written directly: a job may relay hundreds of chunks
-                    self.reply.write(self.chunk_header + b"%d}\n" % len(data) + data)
-                    self.reply.flush()
+                    _reply(self.reply, {"chunk": self.job_id}, data)
                     if watch_exit is not None and len(data) < READ_SIZE:  # a full read: more is waiting
                         sel.unregister(res_r)
                         quiet_until = time.monotonic() + RELAY_INTERVAL
