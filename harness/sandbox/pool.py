@@ -99,18 +99,17 @@ class _Zygote:
         this zygote does not hold them (it holds the latest it was sent; should it answer
         "need_tests" all the same, they are sent): as the marshal bytes ``tests_blob()``
         returns, or as ``tests_json`` where it returns None."""
+        line = head[:-1] + f',"tests_key":"{tests_key}"'
         if tests_key == self.held_tests:
-            line = head[:-1] + f',"tests_key":"{tests_key}"}}\n'
-            header, body = self._send(line.encode("utf-8", "surrogatepass"), job_id, on_chunk)
+            header, body = self._send((line + "}\n").encode("utf-8", "surrogatepass"), job_id, on_chunk)
             if not header.get("need_tests"):
                 return header, body
         self.held_tests = None  # until the zygote has read them: a broken pipe may lose them
         blob = tests_blob() if tests_blob is not None else None
         if blob is not None:
-            line = head[:-1] + f',"tests_key":"{tests_key}","tests_marshal":{len(blob)}}}\n'
-            data = line.encode("utf-8", "surrogatepass") + blob
+            data = (line + f',"tests_marshal":{len(blob)}}}\n').encode("utf-8", "surrogatepass") + blob
         else:
-            data = (head[:-1] + f',"tests_key":"{tests_key}","tests":{tests_json}}}\n').encode("utf-8", "surrogatepass")
+            data = (line + f',"tests":{tests_json}}}\n').encode("utf-8", "surrogatepass")
         answer = self._send(data, job_id, on_chunk)
         self.held_tests = tests_key
         return answer
