@@ -23,8 +23,10 @@ inputs (each sample's inputs up to the first one codea1 saw fail, as codea1 stop
 a timed-out input counted at the time codea1 waited for it) run in plain Python processes,
 one per worker, each taking the next program when it is free, with no isolation, no
 encoding and no judging (timed from the moment the workers exist; the better of two runs,
-programs in file order and longest first). --repeat R runs the tools R times, alternated,
-and prints medians.
+programs in file order and longest first). And the process-per-program floor: the same,
+each program run in a fork of its warm worker that exits after it (nothing confined, sent
+back or judged), the least any harness pays that gives every program its own process.
+--repeat R runs the tools R times, alternated, and prints medians.
 
 Every process runs with Python's bytecode cache on, as an installed package does: a shell
 that exports PYTHONDONTWRITEBYTECODE (some containers do) would otherwise have each tool
@@ -140,7 +142,7 @@ def run_evalplus(data: Path, samples: Path, workers: int) -> tuple[float, float,
 
 
 LIMIT_RUNNER = r"""
-import copy, multiprocessing, pickle, signal, sys, time
+import copy, multiprocessing, os, pickle, signal, sys, time
 
 class Late(BaseException):
     pass
@@ -169,30 +171,45 @@ def run(index):
     signal.setitimer(signal.ITIMER_REAL, 0)
     return index, time.perf_counter() - began
 
-def timed(order):
+def run_in_fork(index):
+    # The floor of any harness that gives each program its own process: a fork of the warm
+    # worker runs it and exits; nothing is confined, sent back or judged.
+    began = time.perf_counter()
+    pid = os.fork()
+    if pid == 0:
+        run(index)
+        os._exit(0)
+    os.waitpid(pid, 0)
+    return index, time.perf_counter() - began
+
+def timed(order, runner):
     # Forked workers inherit JOBS and take the next job when they are free, as codea1's
     # workers do (a fixed split of the jobs left one worker idle for seconds). A fresh
     # pool each time: no worker has imported what an earlier pass's programs imported.
     took = {}
     with multiprocessing.get_context("fork").Pool(int(sys.argv[2])) as pool:
         start = time.perf_counter()
-        for index, seconds in pool.imap_unordered(run, order, chunksize=1):
+        for index, seconds in pool.imap_unordered(runner, order, chunksize=1):
             took[index] = seconds
         return time.perf_counter() - start, took
 
 if __name__ == "__main__":
-    in_file_order, took = timed(range(len(JOBS)))
-    longest_first, _ = timed(sorted(took, key=lambda i: -took[i]))
-    print("FILE_ORDER", in_file_order, "LONGEST_FIRST", longest_first, "SECONDS", min(in_file_order, longest_first))
+    in_file_order, took = timed(range(len(JOBS)), run)
+    longest = sorted(took, key=lambda i: -took[i])
+    longest_first, _ = timed(longest, run)
+    floor = min(timed(range(len(JOBS)), run_in_fork)[0], timed(longest, run_in_fork)[0])
+    print("FILE_ORDER", in_file_order, "LONGEST_FIRST", longest_first, "SECONDS", min(in_file_order, longest_first),
+          "FORK_SECONDS", floor)
 """
 
 
-def in_process_limit(data: Path, samples: Path, verdicts_path: Path, workers: int) -> float:
-    """Wall seconds of the same programs and inputs in plain processes, ``workers`` of them
-    taking the next program as they become free (see the module docstring): the better of
-    two orders, the file's and longest first (by each program's time in the first pass; a
-    long program started last keeps one worker busy alone). The inputs each sample ran in
-    codea1 are read from its verdicts."""
+def in_process_limit(data: Path, samples: Path, verdicts_path: Path, workers: int) -> tuple[float, float]:
+    """(in-process limit, process-per-program floor) in wall seconds. The limit: the same
+    programs and inputs in plain processes, ``workers`` of them taking the next program as
+    they become free (see the module docstring), the better of two orders, the file's and
+    longest first (by each program's time in the first pass; a long program started last
+    keeps one worker busy alone). The floor: the same, each program run in a fork of its
+    worker. The inputs each sample ran in codea1 are read from its verdicts."""
     import pickle
 
     tasks = {}
@@ -225,7 +242,8 @@ def in_process_limit(data: Path, samples: Path, verdicts_path: Path, workers: in
     path.write_bytes(pickle.dumps(jobs))
     done = subprocess.run([sys.executable, "-c", LIMIT_RUNNER, str(path), str(workers)], env=ENV, capture_output=True,
                           text=True, check=True)
-    return float(done.stdout.split("SECONDS")[1].split()[0]) + waited / workers
+    figures = done.stdout.split()
+    return tuple(float(figures[figures.index(name) + 1]) + waited / workers for name in ("SECONDS", "FORK_SECONDS"))
 
 
 def run_codea1(data: Path, samples: Path, workers: int, out: Path, extra: list[str]) -> tuple[float, dict, dict]:
@@ -266,17 +284,17 @@ def main() -> int:
     import statistics
 
     timings: dict[str, list[float]] = {"evalplus": [], "evalplus_process": [], "codea1": [], "nodedupe": [],
-                                       "limit": []}
+                                       "limit": [], "floor": []}
     for _ in range(args.repeat):  # alternated, so a busy moment does not fall on one tool alone
         ep_call, ep_process, ep = run_evalplus(args.data, samples, args.workers)
         ours_s, ours, results = run_codea1(args.data, samples, args.workers, work / "run", [])
         nodedupe_s, nodedupe, _ = run_codea1(args.data, samples, args.workers, work / "run-nodedupe", ["--no-dedupe"])
-        limit_s = in_process_limit(args.data, samples, work / "run" / "verdicts.jsonl", args.workers)
+        limit_s, floor_s = in_process_limit(args.data, samples, work / "run" / "verdicts.jsonl", args.workers)
         for name, value in (("evalplus", ep_call), ("evalplus_process", ep_process), ("codea1", ours_s),
-                            ("nodedupe", nodedupe_s), ("limit", limit_s)):
+                            ("nodedupe", nodedupe_s), ("limit", limit_s), ("floor", floor_s)):
             timings[name].append(value)
-    ep_call, ep_process, ours_s, nodedupe_s, limit_s = (statistics.median(timings[k]) for k in
-                                                        ("evalplus", "evalplus_process", "codea1", "nodedupe", "limit"))
+    ep_call, ep_process, ours_s, nodedupe_s, limit_s, floor_s = (
+        statistics.median(timings[k]) for k in ("evalplus", "evalplus_process", "codea1", "nodedupe", "limit", "floor"))
 
     bug = {"HumanEval/32"}
     differ = [k for k in ours if k[0] not in bug and ours[k] != ep.get(k)]
@@ -291,7 +309,8 @@ def main() -> int:
     print(f"codea1 evaluate              {ours_s:8.2f} s   ratio (evalplus call / codea1) {ep_call / ours_s:6.2f}x"
           f"   (whole processes {ep_process / ours_s:6.2f}x)")
     print(f"codea1 evaluate --no-dedupe  {nodedupe_s:8.2f} s   ratio (evalplus call / codea1) {ep_call / nodedupe_s:6.2f}x")
-    print(f"in-process limit             {limit_s:8.2f} s   codea1 / limit {ours_s / limit_s:6.2f}x"
+    print(f"in-process limit             {limit_s:8.2f} s   codea1 / limit {ours_s / limit_s:6.2f}x")
+    print(f"process-per-program floor    {floor_s:8.2f} s   codea1 / floor {ours_s / floor_s:6.2f}x"
           f"   (medians of {args.repeat}; all runs: " +
           ", ".join(f"{k} {[round(x, 2) for x in v]}" for k, v in timings.items()) + ")")
     return 1 if differ else 0
