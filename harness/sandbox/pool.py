@@ -194,7 +194,13 @@ class ZygotePool:
         with self._start_lock:
             if not self._started:
                 with ThreadPoolExecutor(self.workers) as ex:
-                    zygotes = list(ex.map(lambda _: _Zygote(self._argv, self._env), range(self.workers)))
+                    starts = [ex.submit(_Zygote, self._argv, self._env) for _ in range(self.workers)]
+                failed = [s.exception() for s in starts if s.exception() is not None]
+                zygotes = [s.result() for s in starts if s.exception() is None]
+                if failed:  # those that did start are closed: nothing holds them once this raises
+                    for z in zygotes:
+                        z.close()
+                    raise failed[0]
                 for z in zygotes:
                     self._all.append(z)
                     self._free.put(z)

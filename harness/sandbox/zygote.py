@@ -89,17 +89,19 @@ class Zygote:
             except OSError:  # the job fails as a sandbox error; nothing of it is left here
                 _remove(workdir)
                 raise
-        out_r, out_w = os.pipe()
-        err_r, err_w = os.pipe()
-        res_r, res_w = os.pipe()
-        sys.stdout.flush()
-        start = time.monotonic()
+        fds: list[int] = []
         try:
+            for _ in range(3):
+                fds.extend(os.pipe())
+            sys.stdout.flush()
+            start = time.monotonic()
             pid = os.fork()
-        except BaseException:
-            if ruleset is not None:
-                os.close(ruleset)
+        except BaseException:  # no pipes, or no child: the job fails, and leaves nothing here
+            for fd in fds if ruleset is None else [*fds, ruleset]:
+                os.close(fd)
+            _remove(workdir)
             raise
+        out_r, out_w, err_r, err_w, res_r, res_w = fds
         if pid == 0:  # the child: never returns
             code = 0
             try:

@@ -72,3 +72,21 @@ def test_a_background_start_that_fails_is_raised_by_the_start_that_needs_it(tmp_
     with pytest.raises(OSError):
         pool.start()
     pool.close()
+
+
+def test_a_start_where_one_zygote_fails_leaves_no_zygote_running(tmp_path):
+    """Of two zygotes starting at once, the one that gets the lock directory runs and the
+    other exits before it is ready: start raises, and the one that did start is closed
+    with it rather than left waiting on a pipe nobody holds."""
+    import pytest
+
+    from codea1.harness.sandbox.pool import ZygoteDied, ZygotePool
+
+    others = set(zygotes_of_this_process())
+    only_one = ["sh", "-c", f'mkdir "{tmp_path}/lock" 2>/dev/null || exit 3; exec "$@"', "sh"]
+    pool = ZygotePool(2, prefix=only_one, preload=())
+    with pytest.raises(ZygoteDied, match="did not start"):
+        pool.start()
+    assert (tmp_path / "lock").is_dir()  # one of them did start
+    assert set(zygotes_of_this_process()) - others == set()
+    pool.close()

@@ -26,3 +26,33 @@ def test_a_refused_landlock_ruleset_fails_the_job_and_leaves_nothing_behind(monk
         assert set(os.listdir("/proc/self/fd")) == fds
     finally:
         z.close()
+
+
+@pytest.mark.parametrize("failing", ["fork", "third pipe"])
+def test_a_job_whose_child_cannot_be_made_leaves_nothing_behind(monkeypatch, failing):
+    """No process or no pipe to be had (EAGAIN, EMFILE): the job fails, and the pipes made
+    for it and its directory are gone."""
+    if failing == "fork":
+        def fork():
+            raise BlockingIOError(11, "Resource temporarily unavailable")
+
+        monkeypatch.setattr(zygote.os, "fork", fork)  # stands in for the kernel's refusal
+    else:
+        real_pipe, made = os.pipe, []
+
+        def pipe():
+            if len(made) == 2:
+                raise OSError(24, "Too many open files")
+            made.append(real_pipe())
+            return made[-1]
+
+        monkeypatch.setattr(zygote.os, "pipe", pipe)
+    z = zygote.Zygote(seccomp=False, file_mb=64, output_cap=1024)
+    try:
+        fds = set(os.listdir("/proc/self/fd"))
+        with pytest.raises(OSError, match="Resource temporarily|Too many"):
+            z.run_job({"job_id": "j", "code": "x = 1\n", "tests": [], "time_limits": []})
+        assert os.listdir(z.root) == []
+        assert set(os.listdir("/proc/self/fd")) == fds
+    finally:
+        z.close()
