@@ -203,7 +203,7 @@ if __name__ == "__main__":
 """
 
 
-def in_process_limit(data: Path, samples: Path, verdicts_path: Path, workers: int) -> tuple[float, float]:
+def limit_and_floor(data: Path, samples: Path, verdicts_path: Path, workers: int) -> tuple[float, float]:
     """(in-process limit, process-per-program floor) in wall seconds. The limit: the same
     programs and inputs in plain processes, ``workers`` of them taking the next program as
     they become free (see the module docstring), the better of two orders, the file's and
@@ -289,7 +289,7 @@ def main() -> int:
         ep_call, ep_process, ep = run_evalplus(args.data, samples, args.workers)
         ours_s, ours, results = run_codea1(args.data, samples, args.workers, work / "run", [])
         nodedupe_s, nodedupe, _ = run_codea1(args.data, samples, args.workers, work / "run-nodedupe", ["--no-dedupe"])
-        limit_s, floor_s = in_process_limit(args.data, samples, work / "run" / "verdicts.jsonl", args.workers)
+        limit_s, floor_s = limit_and_floor(args.data, samples, work / "run" / "verdicts.jsonl", args.workers)
         for name, value in (("evalplus", ep_call), ("evalplus_process", ep_process), ("codea1", ours_s),
                             ("nodedupe", nodedupe_s), ("limit", limit_s), ("floor", floor_s)):
             timings[name].append(value)
