@@ -82,21 +82,16 @@ class Zygote:
             os.mkdir(workdir, 0o700)
         except FileExistsError:
             workdir = tempfile.mkdtemp(prefix="job-", dir=self.root)
-        ruleset = None
-        if self.landlock:
-            try:
-                ruleset = confine.landlock_ruleset(workdir, self.block_tcp)[0]
-            except OSError:  # the job fails as a sandbox error; nothing of it is left here
-                _remove(workdir)
-                raise
-        fds: list[int] = []
+        ruleset, fds = None, []
         try:
+            if self.landlock:
+                ruleset = confine.landlock_ruleset(workdir, self.block_tcp)[0]
             for _ in range(3):
                 fds.extend(os.pipe())
             sys.stdout.flush()
             start = time.monotonic()
             pid = os.fork()
-        except BaseException:  # no pipes, or no child: the job fails, and leaves nothing here
+        except BaseException:  # no rules, no pipes or no child: the job fails (a sandbox error), leaving nothing here
             for fd in fds if ruleset is None else [*fds, ruleset]:
                 os.close(fd)
             _remove(workdir)

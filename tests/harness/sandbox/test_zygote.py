@@ -10,6 +10,19 @@ import pytest
 from codea1.harness.sandbox import confine, zygote
 
 
+def assert_job_fails_leaving_nothing(z: zygote.Zygote, match: str) -> None:
+    """A job on ``z`` raises OSError matching ``match`` before any child exists, and leaves
+    no directory in the zygote's root and no descriptor open; ``z`` is closed after."""
+    try:
+        fds = set(os.listdir("/proc/self/fd"))
+        with pytest.raises(OSError, match=match):
+            z.run_job({"job_id": "j", "code": "x = 1\n", "tests": [], "time_limits": []})
+        assert os.listdir(z.root) == []
+        assert set(os.listdir("/proc/self/fd")) == fds
+    finally:
+        z.close()
+
+
 def test_a_refused_landlock_ruleset_fails_the_job_and_leaves_nothing_behind(monkeypatch):
     """Should the kernel refuse the rules a job's child would be confined by, the job fails
     before any child exists, and its directory and descriptors are gone."""
@@ -17,15 +30,8 @@ def test_a_refused_landlock_ruleset_fails_the_job_and_leaves_nothing_behind(monk
         raise OSError("landlock_create_ruleset failed")
 
     monkeypatch.setattr(confine, "landlock_ruleset", refused)  # stands in for the kernel's refusal
-    z = zygote.Zygote(seccomp=False, file_mb=64, output_cap=1024, landlock=True)
-    try:
-        fds = set(os.listdir("/proc/self/fd"))
-        with pytest.raises(OSError, match="landlock_create_ruleset"):
-            z.run_job({"job_id": "j", "code": "x = 1\n", "tests": [], "time_limits": []})
-        assert os.listdir(z.root) == []
-        assert set(os.listdir("/proc/self/fd")) == fds
-    finally:
-        z.close()
+    assert_job_fails_leaving_nothing(zygote.Zygote(seccomp=False, file_mb=64, output_cap=1024, landlock=True),
+                                     match="landlock_create_ruleset")
 
 
 @pytest.mark.parametrize("failing", ["fork", "third pipe"])
@@ -47,12 +53,5 @@ def test_a_job_whose_child_cannot_be_made_leaves_nothing_behind(monkeypatch, fai
             return made[-1]
 
         monkeypatch.setattr(zygote.os, "pipe", pipe)
-    z = zygote.Zygote(seccomp=False, file_mb=64, output_cap=1024)
-    try:
-        fds = set(os.listdir("/proc/self/fd"))
-        with pytest.raises(OSError, match="Resource temporarily|Too many"):
-            z.run_job({"job_id": "j", "code": "x = 1\n", "tests": [], "time_limits": []})
-        assert os.listdir(z.root) == []
-        assert set(os.listdir("/proc/self/fd")) == fds
-    finally:
-        z.close()
+    assert_job_fails_leaving_nothing(zygote.Zygote(seccomp=False, file_mb=64, output_cap=1024),
+                                     match="Resource temporarily|Too many")
