@@ -26,8 +26,8 @@ encoding and no judging (timed from the moment the workers exist; the better of 
 programs in file order and longest first). And the process-per-program floor: the same,
 each program run in a fork of its warm worker that exits after it (nothing confined, sent
 back or judged), the least any harness pays that gives every program its own process.
-evalplus' time over the limit is then the most any harness can gain on evalplus without
-deduplication (on the mutant preset, where no two programs are alike, the most at all).
+evalplus' time over the limit is then about the most any harness can gain on evalplus
+without deduplication (on the mutant preset, where no two programs are alike, at all).
 --repeat R runs the tools R times, alternated, and prints medians.
 
 Every process runs with Python's bytecode cache on, as an installed package does: a shell
@@ -312,7 +312,7 @@ def main() -> int:
           f"   (whole processes {ep_process / ours_s:6.2f}x)")
     print(f"codea1 evaluate --no-dedupe  {nodedupe_s:8.2f} s   ratio (evalplus call / codea1) {ep_call / nodedupe_s:6.2f}x")
     print(f"in-process limit             {limit_s:8.2f} s   codea1 / limit {ours_s / limit_s:6.2f}x"
-          f"   (evalplus call / limit {ep_call / limit_s:6.2f}x: the most any harness gains on evalplus without deduplication)")
+          f"   (evalplus call / limit {ep_call / limit_s:6.2f}x: about the most any harness gains on evalplus without deduplication)")
     print(f"process-per-program floor    {floor_s:8.2f} s   codea1 / floor {ours_s / floor_s:6.2f}x"
           f"   (medians of {args.repeat}; all runs: " +
           ", ".join(f"{k} {[round(x, 2) for x in v]}" for k, v in timings.items()) + ")")
