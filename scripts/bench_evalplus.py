@@ -312,7 +312,8 @@ def main() -> int:
           f"   (whole processes {ep_process / ours_s:6.2f}x)")
     print(f"codea1 evaluate --no-dedupe  {nodedupe_s:8.2f} s   ratio (evalplus call / codea1) {ep_call / nodedupe_s:6.2f}x")
     print(f"in-process limit             {limit_s:8.2f} s   codea1 / limit {ours_s / limit_s:6.2f}x"
-          f"   (evalplus call / limit {ep_call / limit_s:6.2f}x: about the most any harness gains on evalplus without deduplication)")
+          f"   (evalplus call / limit {ep_call / limit_s:6.2f}x: about the most any harness gains on evalplus"
+          " without deduplication)")
     print(f"process-per-program floor    {floor_s:8.2f} s   codea1 / floor {ours_s / floor_s:6.2f}x"
           f"   (medians of {args.repeat}; all runs: " +
           ", ".join(f"{k} {[round(x, 2) for x in v]}" for k, v in timings.items()) + ")")
