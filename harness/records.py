@@ -22,6 +22,10 @@ SKIPPED = "skipped"  # cannot be judged here (e.g. a library the task needs is m
 SANDBOX_ERROR = "sandbox_error"  # the executor failed; trainers give such groups zero advantage
 VERDICT_STATUSES = (PASS, FAIL, TIMEOUT, ERROR, SKIPPED, SANDBOX_ERROR)
 
+# Where a test's verdict is decided: by the trusted parent on values, or by a runner inside the
+# program's own process (script tests that could not be rewritten to report values).
+JUDGED_WHERE = ("parent", "in-process")
+
 # Comparison operators a call test may use; the harness applies them to plain data.
 COMPARISON_OPS = ("==", "!=", "<", "<=", ">", ">=", "in", "not in", "contains", "not contains", "is", "is not",
                   "truthy", "falsy")
@@ -53,6 +57,11 @@ class TestCase(_Record):
     kind "script": ``script`` is test code (``framework`` "unittest": a TestCases class run in
     the solution's module, as BigCodeBench does; "pytest": a test module that imports from
     ``solution``). Its pass/fail is reported from inside the sandbox.
+
+    ``judged`` says where the verdict is decided: "parent" (the default for call tests: the
+    child sends values, the trusted parent compares) or "in-process" (the default for script
+    tests: the child's own runner says passed/failed, so the program could steer it). Such
+    verdicts are counted per run and refused as training rewards unless a config key allows them.
     """
 
     __test__ = False  # not a pytest class
@@ -67,8 +76,13 @@ class TestCase(_Record):
     source: str | None = None
     script: str | None = None
     framework: str | None = None
+    judged: str | None = None  # "parent" | "in-process"; None: from kind (see above)
 
     def __post_init__(self):
+        if self.judged is None:
+            self.judged = "in-process" if self.kind == "script" else "parent"
+        if self.judged not in JUDGED_WHERE:
+            raise ValueError(f"test {self.id}: judged must be one of {JUDGED_WHERE}, not {self.judged!r}")
         if self.kind not in ("call", "script"):
             raise ValueError(f"test {self.id}: kind must be 'call' or 'script', not {self.kind!r}")
         if self.kind == "call" and (self.call is None) == (self.args is None):
