@@ -311,7 +311,11 @@ class RecordParser:
                         raise ValueError("ok record without value")
                     outcome = RawOutcome("ok", value=plaindata.from_tree(rec["v"]) if "v" in rec else None,
                                          digest=digest)
-                elif status in ("exception", "timeout", "passed", "failed"):
+                elif status in ("exception", "timeout") or (status in ("passed", "failed") and
+                                                             job.tests[self.next_index].judged == "in-process"):
+                    # passed/failed is the child's own word: taken only for a test whose verdict
+                    # is documented to come from a runner inside the program (judged "in-process");
+                    # for any other test such a record is the program speaking for itself.
                     details = rec.get("d")
                     outcome = RawOutcome(status, message=str(rec.get("e", "")),
                                          details={str(k): str(v) for k, v in details.items()} if type(details) is dict else None)

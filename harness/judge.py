@@ -201,6 +201,8 @@ def judge(task_id: str, sample_index: int, job: ExecJob, raw: RawResult,
         else:
             status = "not_run"
         tests.append(TestVerdict(test.id, status, message, outcome.time))
+        if test.judged == "in-process" and status != "not_run":
+            verdict.judged = "in-process"
         if job.fail_fast and status in ("fail", "timeout"):
             # The tests after it are not part of the verdict, and not judged at all: how
             # many of them ran before early stop cancelled the job depends on timing, and

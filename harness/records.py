@@ -215,6 +215,10 @@ class Verdict(_Record):
     code_hash: str = ""  # identifies the judged program, so a resumed run never reuses a stale verdict
     n_tests: int = 0
     n_passed: int = 0
+    # "in-process" when any test that ran was judged by a runner inside the program's own
+    # process (TestCase.judged): such a verdict is the program's word, counted apart in
+    # results.json and refused as a training reward unless a config key allows it.
+    judged: str = "parent"
 
     @property
     def passed(self) -> bool:
@@ -234,7 +238,8 @@ class Verdict(_Record):
                 "tests": [t.to_json() for t in self.tests],
                 "first_failure": dict(self.first_failure) if self.first_failure is not None else None,
                 "groups": dict(self.groups), "message": self.message, "wall_time": self.wall_time,
-                "code_hash": self.code_hash, "n_tests": self.n_tests, "n_passed": self.n_passed}
+                "code_hash": self.code_hash, "n_tests": self.n_tests, "n_passed": self.n_passed,
+                "judged": self.judged}
 
     @classmethod
     def from_json(cls, data):

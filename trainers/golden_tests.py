@@ -9,7 +9,9 @@ and MBPP+: each input); advantages are normalised within each question's M progr
 policy update.
 
 Options: ``m`` (programs per question, 8), ``code_timeout`` (seconds per program and all
-its tests, 10).
+its tests, 10), ``allow_in_process_rewards`` (false: golden tests judged inside the program's
+own process are left out of the reward and counted in the step log as
+``golden_in_process_left_out``; a question left with none gets zero advantage).
 """
 
 from __future__ import annotations
@@ -34,6 +36,10 @@ from codea1.trainers.rollouts import (
 class GoldenTestsOptions:
     m: int = 8
     code_timeout: float = 10.0
+    # Script tests that could not be rewritten to report values are decided inside the
+    # program's own process: a policy could learn to steer them. Left out of the reward
+    # unless this is set.
+    allow_in_process_rewards: bool = False
 
     def __post_init__(self):
         if self.m < 1 or self.code_timeout <= 0:
@@ -48,7 +54,7 @@ class GoldenTestsTrainer(Trainer):
 
     def __init__(self, options=None, *, context):
         super().__init__(options or GoldenTestsOptions(), context=context)
-        self.golden = GoldenTests(context)
+        self.golden = GoldenTests(context, allow_in_process=self.options.allow_in_process_rewards)
 
     def step(self, step, questions):
         o, ctx = self.options, self.context
@@ -82,6 +88,7 @@ class GoldenTestsTrainer(Trainer):
                 "pass_rate_golden": mean(flat_rewards),
                 "solved": sum(r == 1.0 for r in flat_rewards), "programs": len(flat_rewards),
                 "loads": sum(r.loads for r in results.values()),
+                "golden_in_process_left_out": sum(self.golden.left_out[q.task_id] for q in questions),
                 "zero_variance_groups": grouped.zero_variance_groups, "sandbox_error_groups": grouped.sandbox_error_groups,
                 "advantage_abs_mean": mean([abs(a) for a in grouped.advantages]),
                 **update_stats("code", stats), "timing": {k: round(v, 3) for k, v in timing.items()}}

@@ -153,10 +153,15 @@ def update_stats(prefix: str, stats: Mapping[str, Any]) -> dict[str, Any]:
 class GoldenTests:
     """Each question's golden tests, prepared once: time limits by evalplus' rule on the
     reference's own times; where tests carry no expected values (HumanEval+ and MBPP+
-    inputs) the reference's outputs become them, and inputs it cannot answer are left out."""
+    inputs) the reference's outputs become them, and inputs it cannot answer are left out.
 
-    def __init__(self, context):
+    Tests judged in-process (script tests a runner inside the program decides: the program
+    could steer them) are left out too unless ``allow_in_process``; ``left_out`` counts them."""
+
+    def __init__(self, context, allow_in_process: bool = False):
         self.context = context
+        self.allow_in_process = allow_in_process
+        self.left_out: dict[str, int] = {}
         self.prepared: dict[str, tuple[list[TestCase], list[float]]] = {}
 
     def of(self, questions: Sequence[Problem]) -> dict[str, tuple[list[TestCase], list[float]]]:
@@ -167,6 +172,9 @@ class GoldenTests:
         for q in todo:
             ref = refs[q.task_id]
             keep = [i for i in range(len(q.tests)) if i not in ref.failed]
+            trusted = [i for i in keep if self.allow_in_process or q.tests[i].judged != "in-process"]
+            self.left_out[q.task_id] = len(keep) - len(trusted)
+            keep = trusted
             tests = [q.tests[i] for i in keep]
             if bench.reference_expected(q):
                 tests = [dataclasses.replace(t, expected=bench.expected_from_reference(q, ref.value(i)), has_expected=True)

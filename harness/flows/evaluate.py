@@ -271,6 +271,9 @@ def summarise(run: Run, cfg: EvaluateConfig, samples: list[CodeSample], log: Ver
     counts = {status: 0 for status in VERDICT_STATUSES}
     for v in verdicts:
         counts[v.status] = counts.get(v.status, 0) + 1
+    # Verdicts a runner inside the program's own process decided (script tests that could not
+    # be rewritten to report values): the program could have steered them.
+    counts["judged_in_process"] = sum(v.judged == "in-process" for v in verdicts)
     by_task: dict[str, list[Verdict]] = defaultdict(list)
     for v in verdicts:
         by_task[v.task_id].append(v)

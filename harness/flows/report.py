@@ -80,6 +80,7 @@ class RunData:
     steps: list[dict] = field(default_factory=list)  # train: the step log
     config: dict = field(default_factory=dict)
     curves: dict[str, float] = field(default_factory=dict)  # tts --curves
+    in_process: tuple[int, int] = (0, 0)  # (verdicts judged inside the program's process, verdicts)
 
 
 # -- 1. read ---------------------------------------------------------------------------------
@@ -125,6 +126,8 @@ def read_run(given: str, label: str) -> RunData:
                   curves=results.get("curves", {}))
     if kind == "evaluate":
         run.tasks = {t: r["passed"] / r["n"] for t, r in results.get("tasks", {}).items() if r.get("n")}
+        counts = results.get("counts", {})
+        run.in_process = (int(counts.get("judged_in_process", 0)), int(counts.get("samples", 0)))
     return run
 
 
@@ -526,6 +529,9 @@ def build_report(cfg: ReportConfig) -> Report:
             raise ConfigError(f"--baseline {cfg.baseline}: neither a run given nor a label"
                               f"{did_you_mean(cfg.baseline, labels)}")
     warnings = [f"{r.path}: {r.status}; shown with its status, never ranked" for r in runs if r.status != "complete"]
+    warnings += [f"{r.path}: {r.in_process[0]} of {r.in_process[1]} verdicts judged in-process (script tests run by "
+                 f"a runner inside the program's own process, which the program could steer)"
+                 for r in runs if r.in_process[0]]
     built = [
         metric_table("code", "Code generation", [r for r in runs if r.kind in ("evaluate", "evalplus")], avg=True),
         metric_table("tests", "Test generation", [r for r in runs if r.kind == "evaluate-tests"]),

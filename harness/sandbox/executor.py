@@ -79,7 +79,11 @@ class ZygoteExecutor(Executor):
         streams: dict[str, RecordStream] = {}  # with early_stop: records parsed as they stream in
 
         def stream_of(job: ExecJob) -> RecordStream | None:
-            return streams.setdefault(job.job_id, RecordStream(job, early_stop)) if early_stop else None
+            # A new stream per attempt: a job retried after its worker died starts over.
+            if not early_stop:
+                return None
+            streams[job.job_id] = RecordStream(job, early_stop)
+            return streams[job.job_id]
 
         for job, (header, result) in self.pool.map_unordered(
                 jobs, encode, lambda job, exc: ({"sandbox_error": f"{type(exc).__name__}: {exc}"}, b""),

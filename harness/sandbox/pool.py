@@ -273,17 +273,27 @@ class ZygotePool:
             try:
                 while (item := todo.take(mine)) is not None:
                     mine = group(item)
-                    try:
-                        if zygote is None:
-                            raise ZygoteDied(f"no zygote could be started: {broken}")
-                        answer = zygote.request(*make_payload(item), job_id=job_id(item),
-                                                on_chunk=make_on_chunk(item))
-                    except ZygoteDied as exc:
-                        answer = on_error(item, exc)
-                        if zygote is not None:
+                    answer = None
+                    for attempt in range(2):
+                        try:
+                            if zygote is None:
+                                raise ZygoteDied(f"no zygote could be started: {broken}")
+                            answer = zygote.request(*make_payload(item), job_id=job_id(item),
+                                                    on_chunk=make_on_chunk(item))
+                            break
+                        except ZygoteDied as exc:
+                            if zygote is None:  # nothing ran: the machine's fault
+                                answer = on_error(item, exc)
+                                break
                             zygote, broken = self._respawn(zygote)
-                    except Exception as exc:  # noqa: BLE001 - turned into a sandbox error for that job
-                        answer = on_error(item, exc)
+                            if attempt == 1:
+                                # The worker died under this program twice: the program's doing
+                                # (a sandbox error would leave its group out of the rewards).
+                                answer = ({"exit": f"crashed: the sandbox worker died twice running this "
+                                                   f"program ({exc})"}, b"")
+                        except Exception as exc:  # noqa: BLE001 - turned into a sandbox error for that job
+                            answer = on_error(item, exc)
+                            break
                     answers.put((item, answer))
             finally:
                 todo.leave(mine)

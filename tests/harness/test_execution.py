@@ -134,3 +134,24 @@ def test_stream_jobs_hands_over_every_result_and_names_the_lost_ones():
     assert [r.sandbox_error for r in seen[1:]] == ["executor 'losing' returned no result"] * 2
     kept = run_jobs(LosingExecutor(), jobs)
     assert sorted(kept) == ["0", "1", "2"] and kept["2"].exit == "sandbox"
+
+
+@pytest.mark.parametrize("status", ["passed", "failed"])
+def test_only_an_in_process_test_may_be_reported_passed_or_failed(status):
+    """passed/failed is a runner's verdict from inside the program's process. For a test the
+    parent judges (a call test, or a script rewritten to report values) such a record is the
+    program speaking for itself: tampering. For an in-process script test it is taken, and
+    the verdict says where it was decided."""
+    from codea1.harness.judge import judge
+
+    script = TestCase(id="s", kind="script", script="def test_x():\n    assert True\n", framework="pytest")
+    for test, taken in [(script, True), (TestCase(id="c", args=[1], expected=2), False),
+                        (TestCase(id="r", kind="script", script="x", framework="pytest", judged="parent"), False)]:
+        job = ExecJob(job_id="j", code="", tests=[test], entry_point="f", time_limits=[1.0])
+        parser = RecordParser(job)
+        parser.feed(b'{"load":"ok"}\n{"i":0,"s":"%s","e":"","t":0.1}\n{"done":true}\n' % status.encode())
+        raw = parser.finish("finished")
+        assert raw.exit.startswith("protocol:") is not taken, (test.id, raw.exit)
+        verdict = judge("t", 0, job, raw)
+        assert verdict.status == ("pass" if taken and status == "passed" else "fail")
+        assert verdict.judged == ("in-process" if taken else "parent")

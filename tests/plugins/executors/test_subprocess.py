@@ -10,7 +10,7 @@ import time
 import pytest
 from codea1_testkit import run_code
 
-from codea1.harness.records import FAIL, PASS
+from codea1.harness.records import ERROR, FAIL, PASS
 from codea1.harness.testing.executor_conformance import processes_named
 
 GOOD = "def f(x):\n    return x + 1\n"
@@ -315,3 +315,19 @@ def test_streamed_records_are_relayed_in_batches_and_the_end_is_seen_at_once():
     # Far fewer relays than records: the child writes all 3,000 in a few tens of ms.
     assert 1 <= len(chunks) < n / 10
     assert RELAY_INTERVAL <= 0.005
+
+
+def test_a_program_that_kills_its_worker_fails_and_is_no_sandbox_error(plugins):
+    """Without Landlock's signal scoping a program can kill its zygote. A sandbox error would
+    leave the program's group out of the rewards (zero advantage): the job is retried once on
+    a fresh worker, and a second death is the program's failure."""
+    ex = plugins.executors.create("subprocess", {"landlock": "false"}, workers=1)
+    try:
+        killer = "import os, signal\ndef f(x):\n    os.kill(os.getppid(), signal.SIGKILL)\n"
+        verdict, raw = run_code(ex, killer, "assert f(1) == 2", "f")
+        # Its records died with the worker: the program did not get as far as a verdict.
+        assert verdict.status in (FAIL, ERROR), (verdict.status, raw.exit, raw.sandbox_error)
+        assert raw.sandbox_error is None and "died twice" in raw.exit
+        assert run_code(ex, GOOD, "assert f(1) == 2", "f")[0].status == PASS  # the pool recovered
+    finally:
+        ex.close()
