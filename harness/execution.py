@@ -11,6 +11,7 @@ record parsing from this module: ``PayloadEncoder``, ``RecordParser`` (``parse_r
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
@@ -194,10 +195,17 @@ class RecordParser:
     arrive (``feed``), then turned into a RawResult (``finish``).
 
     Records must arrive as the child writes them: expected values first, then one load
-    record, then test records in strictly increasing order, then done. A duplicate, a gap or
-    anything after done means the program wrote into the channel: the result's ``exit``
-    then starts with "protocol:" and the judge fails the sample; nothing after the violation
-    is read.
+    record, then test records in strictly increasing order, then done, one a line. A
+    duplicate, a gap, a blank line or anything after done means the program wrote into the
+    channel: the result's ``exit`` then starts with "protocol:" and the judge fails the
+    sample; nothing after the violation is read.
+
+    Every record is data to check, never a verdict: values the parent compares, or a
+    failure the program owns (an exception, or a timeout: its alarm fired, or the zygote's
+    clock killed it); passed/failed only for a test judged in-process. A job that did not
+    fail fast and ended before its last test is continued in a fresh process (``stream_jobs``),
+    so ending early, by a crash, ``os._exit`` or a timeout, never turns failures into tests
+    that did not run.
 
     ``stop(i, outcome)``, when given, is asked about each test outcome as it is parsed; once
     it answers True (the verdict is settled) nothing after that record is read, and the
@@ -232,16 +240,12 @@ class RecordParser:
         try:
             text = buffer[:cut].decode()
         except UnicodeDecodeError:
-            for line in buffer[:cut].split(b"\n"):
-                if line.strip():
-                    self.record(line)
+            for line in buffer[:cut - 1].split(b"\n"):
+                self.record(line)
             return
         pos, size = 0, len(text)
         while pos < size and not self.violation and not self.stopped:
             newline = text.index("\n", pos)
-            if newline == pos:
-                pos += 1
-                continue
             # The C scanner on one line: what json.loads does less its per-call set-up. Any
             # line it does not read as exactly one value (whitespace around it, say) goes
             # through json.loads as before, on its own bytes.
@@ -252,9 +256,7 @@ class RecordParser:
             if end == newline:
                 self.accept(rec)
             else:
-                line = text[pos:newline].encode()
-                if line.strip():
-                    self.record(line)
+                self.record(text[pos:newline].encode())
             pos = newline + 1
 
     def record(self, line: bytes | str) -> tuple[int, RawOutcome] | None:
@@ -327,6 +329,13 @@ class RecordParser:
                 self.next_index += 1
                 return i, outcome
             elif rec.get("done") is True:
+                # The child ends early only after the failure that stops it (fail_fast, or a
+                # timeout with stop_on_timeout): an early end anywhere else is the program's.
+                last = self.outcomes[self.next_index - 1].status if self.next_index else None
+                if self.next_index < n and self.loaded == "ok" and not (
+                        (job.fail_fast and last in ("exception", "timeout"))
+                        or (job.stop_on_timeout and last == "timeout")):
+                    raise ValueError(f"done after {self.next_index} of {n} tests")
                 self.done = True
             else:
                 raise ValueError(f"unknown record {str(rec)[:80]}")
@@ -335,7 +344,7 @@ class RecordParser:
         return None
 
     def finish(self, exit_reason: str, stdout: str = "", stderr: str = "", wall: float = 0.0) -> RawResult:
-        if self.partial.strip() and exit_reason not in ("cancelled", "timeout"):
+        if self.partial.strip() and exit_reason != "cancelled" and not exit_reason.startswith("timeout"):
             # A cut line is a violation only when the child ended on its own: the zygote may
             # kill a cancelled or late child in the middle of writing a record.
             self.record(self.partial)
@@ -363,7 +372,7 @@ class RecordParser:
         elif exit_reason == "cancelled":
             pass  # stopped on purpose after a settled failure: the rest was not run
         elif exit_reason != "finished" and self.next_index < n and self.loaded == "ok":
-            status = "timeout" if exit_reason == "timeout" else "exception"
+            status = "timeout" if exit_reason.startswith("timeout") else "exception"
             outcomes[self.next_index] = RawOutcome(status, message=exit_reason)
         elif exit_reason != "finished" and self.loaded is None:
             load_error = f"the program did not load: {exit_reason}"
@@ -410,19 +419,82 @@ class RecordStream:
         return self.parser.finish(exit_reason, stdout, stderr, wall)
 
 
+MIN_CONTINUATION_BUDGET = 1.0  # seconds of a job's budget left for its continuation to be worth starting
+
+
+def unfinished(job: ExecJob, raw: RawResult) -> int | None:
+    """Where a job that does not fail fast must go on: the first test after the last one
+    with an outcome, when its process ended before the last test (a timeout, a crash,
+    ``os._exit``, a stop at a timeout) and part of its budget is left; else None.
+
+    Its later tests then run in a fresh process: ending early never turns a program's
+    failures into tests that did not run (those count as neither passed nor failed)."""
+    if job.fail_fast or raw.sandbox_error or raw.load_error or raw.exit.startswith("protocol:") \
+            or raw.exit == "cancelled" or job.batch_timeout - raw.wall_time < MIN_CONTINUATION_BUDGET:
+        return None
+    last = max((i for i, o in enumerate(raw.outcomes) if o.status != "not_run"), default=None)
+    if last is None or last + 1 >= len(job.tests):
+        return None
+    return last + 1
+
+
+def continuation(job: ExecJob, start: int, raw: RawResult) -> ExecJob:
+    """The job for tests ``start``.. of ``job``, within what is left of its budget."""
+    return dataclasses.replace(job, job_id=f"{job.job_id}~{start}", tests=job.tests[start:],
+                               time_limits=job.time_limits[start:], batch_timeout=job.batch_timeout - raw.wall_time)
+
+
+def joined(job: ExecJob, start: int, first: RawResult, rest: RawResult) -> RawResult:
+    """One result for ``job`` from its first process's outcomes before ``start`` and its
+    continuation's. A program that loaded once and not again fails every test left."""
+    outcomes = first.outcomes[:start] + rest.outcomes
+    if rest.load_error:
+        outcomes = first.outcomes[:start] + [RawOutcome("exception", message=f"the program did not load again: "
+                                                                              f"{rest.load_error}")
+                                             for _ in rest.outcomes]
+    return RawResult(job_id=job.job_id, outcomes=outcomes, exit=rest.exit if not rest.load_error else first.exit,
+                     stdout=(first.stdout + rest.stdout)[-2 * 65536:], stderr=(first.stderr + rest.stderr)[-2 * 65536:],
+                     wall_time=first.wall_time + rest.wall_time, sandbox_error=rest.sandbox_error)
+
+
 def stream_jobs(executor: Executor, jobs: Sequence[ExecJob], on_result: Callable[[RawResult], None],
                 early_stop: EarlyStop | None = None) -> None:
     """Run jobs to completion, handing each result to ``on_result`` as it lands; none is kept
-    here (a HumanEval+ run's results hold 150,000 outputs)."""
+    here (a HumanEval+ run's results hold 150,000 outputs). A job that does not fail fast and
+    ended early is continued in a fresh process (``unfinished``), in a later round; its
+    result is handed on once whole."""
     if not jobs:
         return
     landed: set[str] = set()
-    for res in executor.run(jobs, early_stop) if early_stop else executor.run(jobs):
-        landed.add(res.job_id)
-        on_result(res)
-    for job in jobs:  # an executor that loses a job must not lose the verdict silently
-        if job.job_id not in landed:
-            on_result(sandbox_failure(job, f"executor {executor.name!r} returned no result"))
+    round_jobs: Sequence[ExecJob] = jobs
+    parts: dict[str, tuple[ExecJob, int, RawResult]] = {}  # continuation id -> (original job, start, result so far)
+    while round_jobs:
+        waiting: list[ExecJob] = []
+        by_id = {j.job_id: j for j in round_jobs}
+        # Early stop serves the first round: continued jobs do not fail fast, and nothing stops them early.
+        results = executor.run(round_jobs, early_stop) if early_stop and round_jobs is jobs else executor.run(round_jobs)
+        for res in results:
+            landed.add(res.job_id)
+            job = by_id.get(res.job_id)
+            start = None
+            if res.job_id in parts:
+                job, offset, before = parts.pop(res.job_id)
+                stuck = res.outcomes and res.outcomes[0].status == "not_run"  # no progress: never loop
+                res = joined(job, offset, before, res)
+                start = None if stuck else unfinished(job, res)
+            elif job is not None:
+                start = unfinished(job, res)
+            if start is None:
+                on_result(res)
+                continue
+            nxt = continuation(job, start, res)
+            parts[nxt.job_id] = (job, start, res)
+            waiting.append(nxt)
+        for job in round_jobs:  # an executor that loses a job must not lose the verdict silently
+            if job.job_id not in landed:
+                original = parts.pop(job.job_id, (job,))[0]
+                on_result(sandbox_failure(original, f"executor {executor.name!r} returned no result"))
+        round_jobs = waiting
 
 
 def run_jobs(executor: Executor, jobs: Sequence[ExecJob], on_result: Callable[[RawResult], None] | None = None,

@@ -13,8 +13,11 @@ Protocol (one JSON object per line on the result pipe, nothing else):
 
 Phase 1 runs before the program under test exists in the process, so expected values are
 its own. Values leave as plain data (harness.plaindata); the parent compares them. The
-program may write to this pipe too, but a forged line can only duplicate or reorder
-records, which the parent treats as tampering (a failed verdict).
+program may write to this pipe too: nothing on it is a verdict. A forged value is one the
+program could have returned, a forged exception or timeout a failure it owns; a duplicate,
+a gap or a blank line is tampering (a failed verdict); passed/failed is taken only for tests
+documented as judged in-process. The per-test alarms here are for precise timeouts; the
+zygote keeps its own per-test clock, which a program that cancels its alarms cannot stop.
 
 Only the standard library and harness.plaindata are imported here.
 """

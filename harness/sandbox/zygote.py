@@ -37,6 +37,39 @@ SAFE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL":
             "PYTHONHASHSEED": "0", "MPLBACKEND": "Agg"}
 
 
+class TestClock:
+    """Per-test deadlines kept from outside the child, which a program that cancels its own
+    alarms cannot stop: test i's clock starts when the record before it (the load record, or
+    test i-1's) has arrived, and the child is killed when test i runs past its limit plus
+    the grace (the child's alarm, at the limit itself, gives honest programs their precise
+    timeouts; the grace covers encoding and sending a large output). Bytes still arriving
+    (a large record on its way) restart the clock.
+
+    Records are counted by their newlines; the parser refuses blank lines, so a program that
+    writes newlines to restart its clock has its verdict failed for tampering."""
+
+    GRACE = 1.0  # seconds, and at least the limit again
+
+    def __init__(self, limits: list, header_records: int, start: float):
+        self.limits = limits
+        self.header = header_records  # records before test 0: expected values, then load
+        self.lines = 0
+        self.since = start
+
+    def saw(self, data: bytes, now: float) -> None:
+        self.lines += data.count(b"\n")
+        self.since = now
+
+    def deadline(self) -> float | None:
+        """When the test now running is killed; None before the program has loaded (the
+        job's own deadline covers loading) and after the last test."""
+        i = self.lines - self.header
+        if not 0 <= i < len(self.limits):
+            return None
+        limit = float(self.limits[i])
+        return self.since + limit + max(self.GRACE, limit)
+
+
 class Zygote:
     def __init__(self, seccomp: bool, file_mb: int, output_cap: int, reply=None, control_fd: int | None = None,
                  landlock: bool = False, block_tcp: bool = True):
@@ -116,8 +149,10 @@ class Zygote:
         deadline = start + float(job.get("batch_timeout", 60.0)) + 1.0
         self.job_id = str(job.get("job_id"))
         exited = _pidfd(pid)  # turns readable when the child exits
+        tests = job.get("tests") or []
+        clock = TestClock(job.get("time_limits") or [], 1 + sum(1 for t in tests if t.get("expected_source")), start)
         try:
-            reply = self._supervise(pid, exited, out_r, err_r, res_r, deadline)
+            reply = self._supervise(pid, exited, out_r, err_r, res_r, deadline, clock)
         finally:
             if exited is not None:
                 os.close(exited)
@@ -130,7 +165,8 @@ class Zygote:
         _remove(workdir)
         return reply
 
-    def _supervise(self, pid: int, exited: int | None, out_r: int, err_r: int, res_r: int, deadline: float) -> dict:
+    def _supervise(self, pid: int, exited: int | None, out_r: int, err_r: int, res_r: int, deadline: float,
+                   clock: TestClock) -> dict:
         buffers = {out_r: bytearray(), err_r: bytearray(), res_r: bytearray()}
         caps = {out_r: self.output_cap, err_r: self.output_cap, res_r: RESULT_CAP}
         overflow = {out_r: 0, err_r: 0, res_r: 0}
@@ -153,9 +189,13 @@ class Zygote:
             now = time.monotonic()
             remaining = deadline - now
             if remaining <= 0:
+                exit_reason = "timeout: the job's time budget ran out"
+                break
+            test_deadline = clock.deadline()
+            if test_deadline is not None and test_deadline <= now:
                 exit_reason = "timeout"
                 break
-            timeout = min(remaining, 0.5)
+            timeout = min(remaining, 0.5, test_deadline - now if test_deadline is not None else 0.5)
             if quiet_until:
                 if now >= quiet_until:
                     quiet_until = 0.0
@@ -187,6 +227,7 @@ class Zygote:
                         open_fds.clear()
                         break
                     _reply(self.reply, {"chunk": self.job_id}, data)
+                    clock.saw(data, time.monotonic())  # after the relay: a slow parent is not the child's time
                     if watch_exit is not None and len(data) < READ_SIZE:  # a full read: more is waiting
                         sel.unregister(res_r)
                         quiet_until = time.monotonic() + RELAY_INTERVAL
@@ -195,6 +236,8 @@ class Zygote:
                     sel.unregister(fd)
                     open_fds.discard(fd)
                     continue
+                if fd == res_r:
+                    clock.saw(data, time.monotonic())
                 room = caps[fd] - len(buffers[fd])
                 buffers[fd] += data[:max(room, 0)]
                 overflow[fd] += max(len(data) - max(room, 0), 0)
@@ -203,7 +246,7 @@ class Zygote:
                     open_fds.clear()
                     break
         sel.close()
-        status = self._reap(pid, exited, deadline if exit_reason == "finished" else 0)
+        status = self._reap(pid, exited, min(deadline, clock.deadline() or deadline) if exit_reason == "finished" else 0)
         if status is None:
             exit_reason = exit_reason if exit_reason != "finished" else "timeout"
         elif exit_reason == "finished":

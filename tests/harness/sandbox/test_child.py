@@ -96,9 +96,10 @@ def test_values_passed_back_to_the_program_are_its_own(executor):
     assert run_code(executor, code, "assert unwrap(box=make(7)) == 7", "unwrap")[0].status == "pass"
 
 
-def test_a_job_can_stop_at_its_first_timeout_without_failing_fast(executor):
+def test_a_job_that_stops_at_a_timeout_goes_on_in_a_fresh_process(executor):
     """fail_fast off, stop_on_timeout on (the trainers' mode): a failed test does not stop the
-    job, a timeout does, and the tests after it count as not run."""
+    job; a timeout stops its process, and the tests after it run in a fresh one, so a slow
+    test never turns the tests after it into failures or into tests that did not run."""
     from codea1.harness.asserts import parse_asserts
     from codea1.harness.execution import run_jobs
     from codea1.harness.judge import judge
@@ -112,8 +113,38 @@ def test_a_job_can_stop_at_its_first_timeout_without_failing_fast(executor):
                       batch_timeout=10, fail_fast=False, stop_on_timeout=stop)
         raw = run_jobs(executor, [job])[job.job_id]
         statuses[stop] = [t.status for t in judge("t", 0, job, raw).tests]
-    assert statuses[True] == ["fail", "pass", "timeout", "not_run"]
+    assert statuses[True] == ["fail", "pass", "timeout", "pass"]
     assert statuses[False] == ["fail", "pass", "timeout", "pass"]
+
+
+@pytest.mark.parametrize("ending", [
+    "signal.setitimer(signal.ITIMER_REAL, 0)\n        while True:\n            pass",  # its alarm cancelled: the zygote's clock
+    "os._exit(0)",
+    "sys.exit(0)",
+    "os.write(3, b'{\"done\":true}\\n'); os._exit(0)",  # claims to be done: out of order, tampering
+])
+def test_a_program_that_ends_its_process_early_has_its_later_tests_run_anyway(executor, ending):
+    """A program that passes test 0 and ends its process on test 1 (hangs with its alarm
+    cancelled, exits, or fakes the end of the stream) must not turn tests 2 and 3, which it
+    fails, into tests that did not run: they run in a fresh process. Only tampering ends
+    the verdict at once, as a failure."""
+    from codea1.harness.asserts import parse_asserts
+    from codea1.harness.execution import run_jobs
+    from codea1.harness.judge import judge
+    from codea1.harness.records import ExecJob
+
+    code = ("import os, signal, sys\ndef f(x):\n    if x == 0:\n        return 0\n    if x == 1:\n        "
+            + ending + "\n    return -1\n")
+    tests, _ = parse_asserts("assert f(0) == 0\nassert f(1) == 1\nassert f(2) == 2\nassert f(3) == 3", "f")
+    job = ExecJob(job_id="early", code=code, tests=tests, entry_point="f", time_limits=[0.5] * 4,
+                  batch_timeout=60, fail_fast=False, stop_on_timeout=True)
+    raw = run_jobs(executor, [job])[job.job_id]
+    verdict = judge("t", 0, job, raw)
+    if "done" in ending:
+        assert verdict.status == "fail" and raw.exit.startswith("protocol:")
+        return
+    assert [t.status for t in verdict.tests] == ["pass", "timeout" if "while" in ending else "fail", "fail", "fail"]
+    assert raw.wall_time < 30  # the zygote's clock, not the 60 s budget, ended the hang
 
 
 def test_large_containers_are_digested_by_value_alone():
