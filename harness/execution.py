@@ -226,12 +226,22 @@ class RecordParser:
         self.done = False
         self.violation: str | None = None
         self.partial = b""
+        self.pending: list[bytes] = []  # chunks of a partial line, after ``partial``
 
     def feed(self, data: bytes) -> None:
         """Parse the complete lines in ``data`` (a trailing partial line waits for the next
         call)."""
         if self.stopped:
             return
+        if self.violation:  # nothing after a violation is read (nor kept)
+            self.partial = b""
+            return
+        if b"\n" not in data:  # a long line on its way: keep its chunks, join them once it ends
+            self.pending.append(data)
+            return
+        if self.pending:  # joining each time would cost the square of a line's length (a program's 64 MB line)
+            self.partial += b"".join(self.pending)
+            self.pending.clear()
         buffer = self.partial + data
         cut = buffer.rfind(b"\n") + 1
         self.partial = buffer[cut:]
@@ -276,6 +286,7 @@ class RecordParser:
         if found is not None and self.stop is not None and self.stop(*found):
             self.stopped = True
             self.partial = b""
+            self.pending.clear()
         return found
 
     def _check(self, rec) -> tuple[int, RawOutcome] | None:
@@ -344,6 +355,9 @@ class RecordParser:
         return None
 
     def finish(self, exit_reason: str, stdout: str = "", stderr: str = "", wall: float = 0.0) -> RawResult:
+        if self.pending:
+            self.partial += b"".join(self.pending)
+            self.pending.clear()
         if self.partial.strip() and exit_reason != "cancelled" and not exit_reason.startswith("timeout"):
             # A cut line is a violation only when the child ended on its own: the zygote may
             # kill a cancelled or late child in the middle of writing a record.

@@ -155,3 +155,23 @@ def test_only_an_in_process_test_may_be_reported_passed_or_failed(status):
         verdict = judge("t", 0, job, raw)
         assert verdict.status == ("pass" if taken and status == "passed" else "fail")
         assert verdict.judged == ("in-process" if taken else "parent")
+
+
+def test_a_long_line_in_many_chunks_is_joined_once():
+    """A record line arriving in thousands of chunks (a large output, or a program writing a
+    line that never ends to stall the parent) is kept chunk by chunk and joined when its
+    newline comes: the same outcome as one piece."""
+    value = list(range(200_000))
+    line = json.dumps({"i": 0, "s": "ok", "t": 0.1, "v": value}).encode()
+    parser = RecordParser(make_job(1))
+    parser.feed(b'{"load":"ok"}\n')
+    for k in range(0, len(line), 997):
+        parser.feed(line[k:k + 997])
+    assert parser.pending  # nothing joined yet
+    parser.feed(b'\n{"done":true}\n')
+    raw = parser.finish("finished")
+    assert raw.exit == "finished" and raw.outcomes[0].value == value
+    cut = RecordParser(make_job(1))
+    cut.feed(b'{"load":"ok"}\n' + line[:5000])
+    cut.feed(line[5000:9000])
+    assert cut.finish("finished").exit.startswith("protocol:")  # the child ended inside a record
