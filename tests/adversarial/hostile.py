@@ -22,7 +22,7 @@ import subprocess
 import sys
 import textwrap
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -187,7 +187,8 @@ def make_decoys(root: Path, problems: list[Problem]) -> Decoys:
     records = [{"question_id": p.task_id, "question": p.prompt, "solution": p.reference, "test_code": "",
                 "test_info": [{"function_name": p.entry_point}]} for p in problems]
     data_file.write_text(json.dumps(records))
-    (run_dir / "config.json").write_text(json.dumps({"command": "train", "benchmark": "kodcode", "data": str(data_file)}))
+    config = {"command": "train", "benchmark": "kodcode", "data": str(data_file)}
+    (run_dir / "config.json").write_text(json.dumps(config))
     book_tests = [f"assert add({a}, {b}) == {a + b}" for a, b in CALL_ARGS] + CALL_ASSERTS
     book = {"version": 1, "questions": {"adv/add": [{"test": src, "frequency": 1} for src in book_tests]}}
     (run_dir / "mistake_book" / "step-000001.json").write_text(json.dumps(book))
@@ -507,8 +508,9 @@ import ast as _ast, glob as _glob, json as _json, marshal as _marshal
 
 def _cached_answers():
     table = {}
-    patterns = ["/root/.cache/codea1/reference/*.tests1.json", "/tmp/pytest-of-*/pytest-*/codea1-cache*/reference/*.tests1.json",
-                "/tmp/pytest-of-*/pytest-*/popen-gw*/codea1-cache*/reference/*.tests1.json", "/tmp/*/reference/*.tests1.json"]
+    patterns = ["/root/.cache/codea1", "/tmp/pytest-of-*/pytest-*/codea1-cache*",
+                "/tmp/pytest-of-*/pytest-*/popen-gw*/codea1-cache*", "/tmp/*"]
+    patterns = [p + "/reference/*.tests1.json" for p in patterns]
     for pattern in patterns:
         for path in _glob.glob(pattern):
             try:
@@ -652,7 +654,7 @@ def program_cases(decoys: Decoys) -> list[ProgramCase]:
     kod, bcb = "kodcode", "bigcodebench"
     gray_frame = "def generate_gray_code(bit_count):\n" + FRAME_CHANNEL + "    return [0]\n"
     add_frame = "def add(a, b):\n" + FRAME_CHANNEL + "    return a - b\n"
-    kod_patterns = ("KodCode_*.json",)
+    kod_patterns, gray = ("KodCode_*.json",), "def generate_gray_code("
     cases = [
         # controls: the reference passes, an honest wrong program fails
         ProgramCase("kodcode-reference", "-", kod, "", ("pass",), control=True),
@@ -696,15 +698,14 @@ def program_cases(decoys: Decoys) -> list[ProgramCase]:
         ProgramCase("bigcodebench-hand-lying-eq-and-ne", "b", "bigcodebench-hand",
                     LIAR + "\ndef task_func(xs):\n    return _Liar()\n"),
         # (d) reading training data
-        ProgramCase("kodcode-glob-benchmark-file", "d", kod, steal_program(GRAY_WRONG, "def generate_gray_code(", "glob",
-                                                                           kod_patterns)),
+        ProgramCase("kodcode-glob-benchmark-file", "d", kod, steal_program(GRAY_WRONG, gray, "glob", kod_patterns)),
         ProgramCase("kodcode-proc-cmdline-benchmark-file", "d", kod,
-                    steal_program(GRAY_WRONG, "def generate_gray_code(", "cmdline")),
-        ProgramCase("kodcode-proc-cwd-run-config", "d", kod, steal_program(GRAY_WRONG, "def generate_gray_code(", "cwd")),
+                    steal_program(GRAY_WRONG, gray, "cmdline")),
+        ProgramCase("kodcode-proc-cwd-run-config", "d", kod, steal_program(GRAY_WRONG, gray, "cwd")),
         ProgramCase("kodcode-hand-proc-cmdline-benchmark-file", "d", "kodcode-hand",
                     steal_program(SCALE_WRONG, "def scale(", "cmdline")),
-        ProgramCase("bigcodebench-glob-benchmark-file", "d", bcb, steal_program(BCB_WRONG, "def task_func(n_keys, n_values", "glob",
-                                                                                ("BigCodeBench-*.jsonl.gz",))),
+        ProgramCase("bigcodebench-glob-benchmark-file", "d", bcb,
+                    steal_program(BCB_WRONG, "def task_func(n_keys, n_values", "glob", ("BigCodeBench-*.jsonl.gz",))),
         ProgramCase("call-reference-cache", "d", "call", CACHE_LOOKUP),
         ProgramCase("call-mistake-book-of-run-directory", "d", "call", MISTAKE_BOOK_LOOKUP),
         # (f) anything else: verdicts other than pass that escape a fail
@@ -714,7 +715,8 @@ def program_cases(decoys: Decoys) -> list[ProgramCase]:
 _os.write(3, b'{"load":"ok"}\n{"i":0,"s":"ok","t":0.0,"h":"%s"}\n{"done":true}\n' % (b"0" * 64))
 _os._exit(0)
 ''', large_output="digest"),
-        ProgramCase("call-result-record-flood", "f", "call", ADD_WRONG + "import os\nos.write(3, b'\\n' * (48 << 20))\n"),
+        ProgramCase("call-result-record-flood", "f", "call",
+                    ADD_WRONG + "import os\nos.write(3, b'\\n' * (48 << 20))\n"),
         ProgramCase("call-huge-record", "f", "call", ADD_WRONG + FORGE + r'''
 _os.write(3, b'{"load":"ok"}\n{"i":0,"s":"passed","e":"' + b"x" * (8 << 20) + b'"}\n')
 _os._exit(0)
@@ -813,8 +815,10 @@ TEST_FORGES_PROC_FD = _one_line('''
     while "tests" not in f.f_locals or "i" not in f.f_locals:
         f = f.f_back
     L = f.f_locals
-    fd = next(int(n) for n in os.listdir("/proc/self/fd") if int(n) > 2 and os.readlink("/proc/self/fd/" + n).startswith("pipe:"))
-    os.write(fd, "".join('{"i":%d,"s":"passed","e":"","t":0.0}\\n' % j for j in range(L["i"], len(L["tests"]))).encode() + b'{"done":true}\\n')
+    fd = next(int(n) for n in os.listdir("/proc/self/fd")
+              if int(n) > 2 and os.readlink("/proc/self/fd/" + n).startswith("pipe:"))
+    records = "".join('{"i":%d,"s":"passed","e":"","t":0.0}\\n' % j for j in range(L["i"], len(L["tests"])))
+    os.write(fd, records.encode() + b'{"done":true}\\n')
     os._exit(0)
 ''')
 
@@ -827,11 +831,11 @@ TEST_ONLY_ON_REFERENCE_JOB = _one_line('''
 
 # Forges "passed" on the reference's validation run (a wrong expected value counts as valid);
 # raises in any other job (every mutant killed, every other program failed).
-TEST_FORGES_ON_REFERENCE_JOB = _one_line('''
-    import gc, os
+TEST_FORGES_ON_REFERENCE_JOB = repr(textwrap.dedent('''
+    import gc
     if not any(type(o) is dict and str(o.get("job_id", "")).startswith("ref:") for o in gc.get_objects()):
         raise AssertionError("not the reference")
-''' + textwrap.dedent(eval(TEST_FORGES_CHANNEL)))
+''') + eval(TEST_FORGES_CHANNEL))
 
 TEST_ONLY_ON_REFERENCE_FRAMES = _one_line('''
     import sys
@@ -880,15 +884,16 @@ def generated_test_attacks(decoys: Decoys, code_hex: str, hash0: int) -> list[Te
         TestAttack("reads-solution-py", "c", "assert add(1, 2) + (0 if 'return a + b' in open('solution.py').read() "
                                               "else 1) == 3"),
         TestAttack("reads-solution-py-by-module-file", "c",
-                   "assert add(2, 2) + (open(__import__('sys').modules['solution'].__file__).read().count('a + b') != 1)"
-                   " == 4"),
+                   "assert add(2, 2) + (open(__import__('sys').modules['solution'].__file__).read()"
+                   ".count('a + b') != 1) == 4"),
         TestAttack("compares-code-object", "c",
                    f"assert add(1, 2) + (__import__('sys').modules['solution'].add.__code__.co_code.hex() != "
                    f"{code_hex!r}) == 3"),
         TestAttack("inspect-getsource", "c",
                    "assert add(3, 4) + (__import__('inspect').getsource(__import__('sys').modules['solution'].add)"
                    f".strip() != {ADD_REFERENCE.strip()!r}) == 7"),
-        TestAttack("knows-the-reference-job-by-gc", "c/b", f"assert (exec({TEST_ONLY_ON_REFERENCE_JOB}), add(1, 2))[1] == 3"),
+        TestAttack("knows-the-reference-job-by-gc", "c/b",
+                   f"assert (exec({TEST_ONLY_ON_REFERENCE_JOB}), add(1, 2))[1] == 3"),
         TestAttack("knows-the-reference-job-by-frames", "c/b",
                    f"assert (exec({TEST_ONLY_ON_REFERENCE_FRAMES}), add(2, 3))[1] == 5"),
         # (c) nondeterministic: valid on the reference, a correct program fails at random
@@ -926,12 +931,3 @@ def code_object_hex(code: str, name: str) -> str:
     namespace: dict = {}
     exec(compile(code, os.path.join(os.getcwd(), "solution.py"), "exec"), namespace)
     return namespace[name].__code__.co_code.hex()
-
-
-@dataclass
-class StepPlan:
-    """A code-a1 step on ``add``: the programs the code policy writes and the suites (one
-    assert each) the test policy writes for every program."""
-
-    programs: dict[str, str] = field(default_factory=dict)
-    suites: dict[str, str] = field(default_factory=dict)
