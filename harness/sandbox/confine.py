@@ -15,8 +15,9 @@ import os
 import platform
 import resource
 import struct
+import sys
 import tempfile
-from typing import Callable
+from typing import Callable, Sequence
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -172,9 +173,50 @@ def _fs_rights(abi: int) -> int:
     return rights
 
 
-def restrict_filesystem(writable: str, block_tcp: bool) -> dict:
-    """Landlock the calling process: read and execute anywhere, write only beneath
-    ``writable`` (and to /dev/null); with ABI >= 4 no TCP bind/connect when ``block_tcp``;
+# What a confined child may read besides its own directory: the system's programs and
+# libraries (/usr, with /lib and /lib64 that point into it), the few /etc files that libc,
+# ssl, time zones and fonts read, and the devices a program may open. Not /proc (other
+# processes' command lines and directories), not /sys, /home, /root, /tmp, /work or /srv:
+# no benchmark data, run directory, reference cache or checkout. The interpreter's own
+# prefix and its site-packages directories are added by ``read_roots``.
+SYSTEM_READ_ROOTS = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/opt/conda")
+ETC_READ_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime", "/etc/timezone",
+                  "/etc/ssl", "/etc/ca-certificates", "/etc/pki", "/etc/nsswitch.conf", "/etc/passwd", "/etc/group",
+                  "/etc/hosts", "/etc/host.conf", "/etc/resolv.conf", "/etc/protocols", "/etc/services",
+                  "/etc/mime.types", "/etc/fonts", "/etc/os-release", "/etc/alternatives", "/etc/matplotlibrc")
+DEVICE_READ_FILES = ("/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/full")
+
+
+def read_roots() -> list[str]:
+    """The paths a confined child may read (each with what is beneath it): the interpreter's
+    prefixes and every site-packages directory on sys.path, the system roots above, the /etc
+    files and the devices. A sys.path entry that is not a site-packages directory (the
+    current directory, a checkout put on the path) is left out: an editable install's
+    package is imported by the zygote before any child exists."""
+    import site
+    import sysconfig
+
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    paths.update(p for p in (sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")) if p)
+    paths.update(site.getsitepackages())
+    paths.update(p for p in sys.path if os.path.basename(p.rstrip("/")) in ("site-packages", "dist-packages"))
+    # A prefix that holds the project itself (a virtual environment inside a checkout) stays
+    # out: only its lib directories go in.
+    kept = set()
+    for path in paths:
+        real = os.path.realpath(path)
+        if os.path.isfile(os.path.join(real, "pyvenv.cfg")):
+            kept.update(os.path.join(real, d) for d in ("lib", "lib64") if os.path.isdir(os.path.join(real, d)))
+        elif os.path.exists(real):
+            kept.add(real)
+    kept.update(p for p in (*SYSTEM_READ_ROOTS, *ETC_READ_FILES, *DEVICE_READ_FILES) if os.path.exists(p))
+    return sorted(kept)
+
+
+def restrict_filesystem(writable: str, block_tcp: bool, readable: Sequence[str] | None = None) -> dict:
+    """Landlock the calling process: read only beneath ``readable`` (``read_roots()`` when
+    None) and ``writable``, write only beneath ``writable`` (and to /dev/null); with ABI >= 4
+    no TCP bind/connect when ``block_tcp``;
     with ABI >= 6 no signals to processes outside the sandbox (the zygote, the harness) and
     no abstract unix sockets out of it. Landlock also refuses ptrace-style access (e.g.
     /proc/PID/fd of the zygote) to processes outside the domain.
@@ -182,7 +224,7 @@ def restrict_filesystem(writable: str, block_tcp: bool) -> dict:
     Returns what was enforced; raises OSError when the kernel refuses. The same in two steps,
     ``landlock_ruleset`` and ``enforce_ruleset``, lets a fork server build the rules before
     it forks."""
-    ruleset, report = landlock_ruleset(writable, block_tcp)
+    ruleset, report = landlock_ruleset(writable, block_tcp, readable)
     try:
         enforce_ruleset(ruleset)
     finally:
@@ -190,7 +232,7 @@ def restrict_filesystem(writable: str, block_tcp: bool) -> dict:
     return report
 
 
-def landlock_ruleset(writable: str, block_tcp: bool) -> tuple[int, dict]:
+def landlock_ruleset(writable: str, block_tcp: bool, readable: Sequence[str] | None = None) -> tuple[int, dict]:
     """(descriptor, report) of the ruleset ``restrict_filesystem`` enforces, built but not
     enforced: the zygote builds it before it forks, and the child only enforces it
     (``enforce_ruleset``). Built in the child, its ctypes calls wrote to about 70 pages the
@@ -207,10 +249,13 @@ def landlock_ruleset(writable: str, block_tcp: bool) -> tuple[int, dict]:
     ruleset = _libc.syscall(create, ctypes.c_char_p(attr), ctypes.c_size_t(len(attr)), ctypes.c_uint32(0))
     if ruleset < 0:
         raise OSError(ctypes.get_errno(), "landlock_create_ruleset failed")
+    if readable is None:
+        readable = read_roots()
     try:
         file_rights = _FS_READ_FILE | _FS_WRITE_FILE | (fs & (_FS_TRUNCATE | _FS_IOCTL_DEV))
-        for path, rights in (("/", _FS_EXECUTE | _FS_READ_FILE | _FS_READ_DIR), (writable, fs),
-                             ("/dev/null", file_rights)):
+        rules = [(path, _FS_EXECUTE | _FS_READ_FILE | (_FS_READ_DIR if os.path.isdir(path) else 0))
+                 for path in readable if os.path.exists(path)]
+        for path, rights in (*rules, (writable, fs), ("/dev/null", file_rights)):
             fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
             try:
                 rule = struct.pack("=Qi", rights, fd)
@@ -222,7 +267,8 @@ def landlock_ruleset(writable: str, block_tcp: bool) -> tuple[int, dict]:
     except BaseException:
         os.close(ruleset)
         raise
-    return ruleset, {"landlock_abi": abi, "tcp_blocked": bool(net), "signals_scoped": bool(scoped)}
+    return ruleset, {"landlock_abi": abi, "tcp_blocked": bool(net), "signals_scoped": bool(scoped),
+                     "reads_limited": True}
 
 
 def enforce_ruleset(ruleset: int) -> None:

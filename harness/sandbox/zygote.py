@@ -76,6 +76,7 @@ class Zygote:
         self.seccomp = seccomp
         self.landlock = landlock
         self.block_tcp = block_tcp
+        self.readable = confine.read_roots()  # once: the same for every child
         self.file_mb = file_mb
         self.output_cap = output_cap
         self.root = tempfile.mkdtemp(prefix="codea1-zygote-")
@@ -118,7 +119,7 @@ class Zygote:
         ruleset, fds = None, []
         try:
             if self.landlock:
-                ruleset = confine.landlock_ruleset(workdir, self.block_tcp)[0]
+                ruleset = confine.landlock_ruleset(workdir, self.block_tcp, self.readable)[0]
             for _ in range(3):
                 fds.extend(os.pipe())
             sys.stdout.flush()
@@ -372,6 +373,9 @@ def main(argv=None) -> int:
                     landlock=bool(landlock), block_tcp=not args.no_network_isolation)
     _reply(reply, {"ready": True, "pid": os.getpid(), "network_isolation": network or "none", "seccomp": seccomp,
                    "landlock": landlock or "none", "subreaper": subreaper,
+                   # What a child may read besides its own directory (Landlock only: without
+                   # it, whatever the zygote's own sandbox, if any, lets it read).
+                   "reads": zygote.readable if landlock else "unrestricted by Landlock",
                    "preloaded": preloaded, "preload_failed": failed, "uid": os.getuid(),
                    "python": sys.version.split()[0]}, b"")
     # The tests of the latest problem are kept here decoded (the parent sends them once and
