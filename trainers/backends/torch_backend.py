@@ -38,8 +38,9 @@ grad_norm, the mean over optimiser steps; optimizer_steps.
 On a GPU: ``dtype = "bfloat16"`` and ``gradient_checkpointing = true``. Options:
 ``model`` (required), ``device`` (auto|cpu|cuda|cuda:N), ``dtype`` (float32|bfloat16|
 float16), ``lr``, ``weight_decay``, ``clip_low``, ``clip_high``, ``kl_coef``,
-``micro_batch_size``, ``mini_batch_size``, ``ppo_epochs``, ``max_grad_norm``, ``gradient_checkpointing``, ``generation_batch``
-(sequences per generate call), ``trust_remote_code``.
+``micro_batch_size``, ``mini_batch_size``, ``ppo_epochs``, ``max_grad_norm``,
+``gradient_checkpointing``, ``generation_batch`` (sequences per generate call),
+``trust_remote_code``.
 """
 
 from __future__ import annotations
