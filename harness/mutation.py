@@ -63,6 +63,7 @@ def operator_names() -> list[str]:
 
 def generate_mutants(source: str) -> tuple[list[Mutant], int]:
     """(unique mutants in cosmic-ray's order, number of mutation positions before dedupe)."""
+    require()  # the install hint, not a bare ModuleNotFoundError (the SFT trainer's mutants come here)
     from cosmic_ray.ast import ast_nodes, get_ast
     from cosmic_ray.mutating import mutate_code
 

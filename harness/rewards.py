@@ -13,7 +13,12 @@ Two reward variants (``reward.variant``):
   suite; Pass_hist = passed / Mistake Book tests.
   R_C = 1/2 (Pass_hist + mean_n Pass_new) if the book has tests, else mean_n Pass_new;
   R_val = valid / K; R_adv = 1/2 (Pass_hist - Pass_new + 1) if the book has tests, else
-  1 - Pass_new; R_T = alpha R_val + (1 - alpha) R_adv.
+  1 - Pass_new; R_T = alpha R_val + (1 - alpha) R_adv. One departure: a suite with no
+  kept tests gets R_adv = 0 (so R_T = 0, as R_val is 0 too), the authors' final_attack for
+  G = 0. The paper's formula would read Pass_new = 0 there and pay R_adv = 1 (1/2 (Pass_hist
+  + 1) with a book): a suite that tests nothing would earn as much as a valid suite the code
+  passes (0.5 at alpha = 0.5), and at alpha = 0 the highest reward there is (1): writing
+  nothing that runs would be a safe bet for the test policy.
 * "authors" (the default): what the authors' released code computes. G = unique tests that
   execute on the reference (valid + corrected), I = invalid ones (unparseable, duplicate,
   raised on the reference, wrong answer; missing asserts count here too);
@@ -106,7 +111,12 @@ def _paper(s: SuiteResult, alpha: float) -> tuple[float, float, dict]:
     has_book = s.book_total > 0
     pass_hist = s.book_passed / s.book_total if has_book else 0.0
     r_val = s.valid / s.requested
-    r_adv = 0.5 * (pass_hist - pass_new + 1) if has_book else 1 - pass_new
+    if not s.kept:  # nothing ran against the code: no attack (the authors' G = 0), see the docstring
+        r_adv = 0.0
+    elif has_book:
+        r_adv = 0.5 * (pass_hist - pass_new + 1)
+    else:
+        r_adv = 1 - pass_new
     return pass_new, alpha * r_val + (1 - alpha) * r_adv, {"pass_new": pass_new, "pass_hist": pass_hist,
                                                            "valid": r_val, "adv": r_adv}
 

@@ -82,6 +82,33 @@ def test_paper_with_historical_tests():
     assert r.tests == [pytest.approx(0.75), pytest.approx(0.5625)]
 
 
+def test_paper_a_suite_with_no_kept_tests_gets_nothing_as_in_the_authors_variant():
+    # All 8 asserts invalid (unparseable or raised on the reference): kept = 0, so R_val = 0/8
+    # = 0 and, as the authors' final_attack for G = 0, R_adv = 0: R_T = 0.5 x 0 + 0.5 x 0 = 0.
+    # (The bare formula would give Pass_new = 0, R_adv = 1 - 0 = 1, R_T = 0.5.) The code's
+    # Pass_new for that suite stays 0: R_C = 0.
+    empty = candidate_rewards([suite(0)], alpha=0.5, variant="paper")
+    assert empty.tests == [0.0] and empty.code == 0.0
+    assert empty.tests == candidate_rewards([suite(0)], alpha=0.5).tests  # the authors' 0
+    # A valid suite the code passes: R_val = 8/8 = 1, R_adv = 1 - 8/8 = 0: R_T = 0.5, above it.
+    assert candidate_rewards([suite(8, passed=8)], alpha=0.5, variant="paper").tests == [0.5]
+    # alpha = 0 (attack only): the bare formula's R_adv = 1 would be the highest R_T there is.
+    assert candidate_rewards([suite(0)], alpha=0.0, variant="paper").tests == [0.0]
+
+
+def test_paper_a_suite_with_no_kept_tests_gains_nothing_from_the_book():
+    # Book: 1 of 4 passed, so Pass_hist = 1/4. Suite 1 keeps nothing: R_val = 0, R_adv = 0 ->
+    # R_T = 0 (the bare formula: R_adv = 1/2 (1/4 - 0 + 1) = 0.625, R_T = 0.3125).
+    # Suite 2: 4 valid, the code passes 2: Pass_new = 2/4, R_val = 4/8 = 0.5,
+    # R_adv = 1/2 (1/4 - 1/2 + 1) = 0.375 -> R_T = 0.25 + 0.1875 = 0.4375.
+    # R_C = 1/2 (1/4 + (0 + 1/2) / 2) = 1/2 (0.25 + 0.25) = 0.25.
+    s = [suite(0, book_passed=1, book_total=4), suite(4, passed=2, failed=2, book_passed=1, book_total=4)]
+    r = candidate_rewards(s, alpha=0.5, variant="paper")
+    assert r.tests == [0.0, pytest.approx(0.4375)]
+    assert r.parts[0]["adv"] == 0.0 and r.parts[0]["valid"] == 0.0
+    assert r.code == pytest.approx(0.25)
+
+
 def test_unknown_variant_and_inconsistent_counts_are_refused():
     with pytest.raises(ValueError, match="reward variant 'mine'"):
         candidate_rewards([suite(8, passed=8)], variant="mine")

@@ -120,6 +120,8 @@ def test_code_a1_runs_with_real_signal(warm, tmp_path):
         assert r["topvar"]["groups"] == 2 * 2  # B = 2 questions, M / N = 2 groups each
         assert set(r["timing"]) == {"generate_code_s", "generate_tests_s", "validate_s", "execute_s", "update_s"}
         assert r["code_tokens"] > 0 and r["tests_tokens"] > 0
+        # one optimiser step per batch (the default): the ratio is 1, the clip never acts
+        assert r["code_optimizer_steps"] == 1 and r["code_clip_ratio"] == 0 and r["tests_clip_ratio"] == 0
     books = sorted(p.name for p in (out / "mistake_book").iterdir())
     assert books == ["step-000001.json", "step-000002.json", "step-000003.json"]
     assert log[-1]["mistake_book"]["size"] == sum(len(v) for v in json.loads(
@@ -133,8 +135,11 @@ def test_code_a1_runs_with_real_signal(warm, tmp_path):
 
 def test_code_a1_resumes_after_sigkill_exactly(warm, tmp_path):
     """Killed mid-run (its first checkpoint whole, in the second step), then --resume: the
-    step log (timings aside) and every Mistake Book file equal an uninterrupted run's."""
+    step log (timings aside) and every Mistake Book file equal an uninterrupted run's. The
+    code policy takes PPO mini-batches of 4 of its 8 programs, shuffled by the seed: their
+    order survives the resume too."""
     sections = code_a1(warm, steps=3)
+    sections["policies.code"]["mini_batch_size"] = 4
     whole = train(tmp_path, "whole", sections)
     config = write_config(tmp_path / "killed.toml", sections)
     out = tmp_path / "killed"
@@ -155,6 +160,7 @@ def test_code_a1_resumes_after_sigkill_exactly(warm, tmp_path):
         return [{k: v for k, v in r.items() if k != "timing"} for r in rows(run)]
 
     assert comparable(out) == comparable(whole)
+    assert all(r["code_optimizer_steps"] == 2 for r in rows(whole))
     names = sorted(p.name for p in (whole / "mistake_book").iterdir())
     assert sorted(p.name for p in (out / "mistake_book").iterdir()) == names
     for name in names:

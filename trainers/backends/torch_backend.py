@@ -15,23 +15,39 @@ temperature, the distribution it was drawn from).
 Update (GRPO with token-level aggregation, as in the paper): for every response token,
 ratio = exp(logp - logp_old); policy loss = -min(ratio A, clip(ratio, 1 - clip_low,
 1 + clip_high) A) (clip-higher: 0.2 / 0.28); KL to the reference with the k3 estimator
-exp(ref - logp) - (ref - logp) - 1, weighted by ``kl_coef`` (0.001); the loss is the sum
-over all tokens of the batch divided by their number. Micro-batches of
-``micro_batch_size`` responses accumulate gradients, each scaled by the batch's total
-token count, so a partial last micro-batch weighs exactly what it should. Then gradient
-clipping and one AdamW step (lr 1e-6, weight decay 0.1 by default).
+exp(ref - logp) - (ref - logp) - 1, weighted by ``kl_coef`` (0.001). logp_old is the
+log-probability recorded at rollout and stays fixed for the whole update.
+
+PPO mini-batches: the rollout batch is cut into mini-batches of ``mini_batch_size``
+responses (0, the default: the whole batch), each one optimiser step, and the batch is
+gone through ``ppo_epochs`` times (default 1). From the second optimiser step on, the
+policy has moved since the rollout, so the ratio leaves 1 and the clip can act (with one
+step the ratio is exactly 1 and nothing is ever clipped). With more than one mini-batch
+the responses are shuffled before each pass, by a permutation seeded by (run seed,
+update count, epoch): the same on a rerun and after a resume. The paper (verl) uses 2
+mini-batches per batch and one epoch.
+
+Each mini-batch's loss is the sum over its tokens divided by their number. Micro-batches
+of ``micro_batch_size`` responses accumulate gradients, each scaled by the mini-batch's
+total token count, so a partial last micro-batch weighs exactly what it should. Then
+gradient clipping and an AdamW step (lr 1e-6, weight decay 0.1 by default). Logged: loss,
+policy_loss and kl as token means over all passes; clip_ratio, the share of tokens whose
+clipped term was the one taken (the clip stopped their gradient, verl's pg_clipfrac);
+grad_norm, the mean over optimiser steps; optimizer_steps.
 
 On a GPU: ``dtype = "bfloat16"`` and ``gradient_checkpointing = true``. Options:
 ``model`` (required), ``device`` (auto|cpu|cuda|cuda:N), ``dtype`` (float32|bfloat16|
 float16), ``lr``, ``weight_decay``, ``clip_low``, ``clip_high``, ``kl_coef``,
-``micro_batch_size``, ``max_grad_norm``, ``gradient_checkpointing``, ``generation_batch``
-(sequences per generate call), ``trust_remote_code``.
+``micro_batch_size``, ``mini_batch_size``, ``ppo_epochs``, ``max_grad_norm``,
+``gradient_checkpointing``, ``generation_batch`` (sequences per generate call),
+``trust_remote_code``.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import random
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -53,6 +69,8 @@ class TorchBackendOptions:
     clip_high: float = 0.28
     kl_coef: float = 0.001
     micro_batch_size: int = 4
+    mini_batch_size: int = 0  # responses per optimiser step; 0: the whole rollout batch
+    ppo_epochs: int = 1
     max_grad_norm: float = 1.0
     gradient_checkpointing: bool = False
     generation_batch: int = 16
@@ -65,6 +83,10 @@ class TorchBackendOptions:
             raise ValueError(f"option 'dtype' must be float32, bfloat16 or float16, not {self.dtype!r}")
         if self.micro_batch_size < 1 or self.generation_batch < 1:
             raise ValueError("options 'micro_batch_size' and 'generation_batch' must be at least 1")
+        if self.mini_batch_size < 0:
+            raise ValueError(f"option 'mini_batch_size' must be >= 0 (0: the whole batch), not {self.mini_batch_size}")
+        if self.ppo_epochs < 1:
+            raise ValueError(f"option 'ppo_epochs' must be at least 1, not {self.ppo_epochs}")
         if self.clip_low < 0 or self.clip_high < 0 or self.kl_coef < 0 or self.lr <= 0:
             raise ValueError("options 'clip_low', 'clip_high', 'kl_coef' must be >= 0 and 'lr' > 0")
 
@@ -191,13 +213,35 @@ class TorchBackend(PolicyBackend):
         batch = [(s, a) for s, a in zip(samples, advantages) if s.token_ids]
         total = sum(len(s.token_ids) for s, _ in batch)
         stats = {"loss": 0.0, "policy_loss": 0.0, "kl": 0.0, "clip_ratio": 0.0, "tokens": float(total),
-                 "responses": float(len(batch))}
+                 "responses": float(len(batch)), "optimizer_steps": 0.0}
         if not total:
             return stats
         self.model.train()
+        size = o.mini_batch_size or len(batch)
+        seen = total * o.ppo_epochs  # the tokens the logged means run over
+        grad_norms = []
+        for epoch in range(o.ppo_epochs):
+            order = list(range(len(batch)))
+            if size < len(batch):  # one mini-batch keeps the batch's order (and its float sums)
+                random.Random(f"{self.seed}/{self.updates}/{epoch}").shuffle(order)
+            for first in range(0, len(order), size):
+                mini = [batch[i] for i in order[first:first + size]]
+                grad_norms.append(self._optimizer_step(mini, seen, stats))
+        stats["grad_norm"] = sum(grad_norms) / len(grad_norms)
+        stats["optimizer_steps"] = float(len(grad_norms))
+        self.updates += 1
+        return stats
+
+    def _optimizer_step(self, mini: list[tuple[PolicySample, float]], seen: int, stats: dict[str, float]) -> float:
+        """One optimiser step on a mini-batch: the gradient of its token-mean loss, accumulated
+        over micro-batches; adds the step's share to the logged means. Returns the gradient
+        norm before clipping."""
+        torch, o = self.torch, self.options
+        tokens = sum(len(s.token_ids) for s, _ in mini)
+        share = tokens / seen  # this mini-batch's weight in the logged loss
         self.optimizer.zero_grad(set_to_none=True)
-        for start in range(0, len(batch), o.micro_batch_size):
-            chunk = batch[start:start + o.micro_batch_size]
+        for start in range(0, len(mini), o.micro_batch_size):
+            chunk = mini[start:start + o.micro_batch_size]
             logps = self._logprobs(self.model, [s for s, _ in chunk])
             refs = None
             if self.reference is not None:
@@ -215,16 +259,15 @@ class TorchBackend(PolicyBackend):
                     delta = refs[i] - logp
                     kl = torch.exp(delta) - delta - 1
                     token_loss = token_loss + o.kl_coef * kl
-                    stats["kl"] += kl.detach().sum().item() / total
-                stats["policy_loss"] += policy.detach().sum().item() / total
-                stats["clip_ratio"] += (clipped != unclipped).float().sum().item() / total
-                loss = loss + token_loss.sum() / total  # the batch's token mean, across micro-batches
+                    stats["kl"] += kl.detach().sum().item() / seen
+                stats["policy_loss"] += policy.detach().sum().item() / seen
+                stats["clip_ratio"] += (clipped < unclipped).float().sum().item() / seen
+                loss = loss + token_loss.sum() / tokens  # the mini-batch's token mean, across micro-batches
             loss.backward()
-            stats["loss"] += loss.item()
-        stats["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), o.max_grad_norm))
+            stats["loss"] += loss.item() * share
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), o.max_grad_norm))
         self.optimizer.step()
-        self.updates += 1
-        return stats
+        return grad_norm
 
     def supervised(self, prompts: Sequence[list[dict[str, str]]], targets: Sequence[str]) -> dict[str, float]:
         """Cross-entropy of each target (ended by end-of-sequence) given its chat prompt; the

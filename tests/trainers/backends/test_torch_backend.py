@@ -1,7 +1,9 @@
 """The torch policy backend on the tiny local model: repeatable rollouts with their
 log-probabilities, the loss as the formula says, micro-batches that add up to the full
-batch exactly, state that survives save/load, an export the hf generator loads, and a
-learning check on a scripted reward."""
+batch exactly, PPO mini-batches and epochs (the ratio leaves 1 after the first optimiser
+step, the clip acts, one mini-batch is the plain single step, the shuffle is seeded), state
+that survives save/load, an export the hf generator loads, and a learning check on a
+scripted reward."""
 
 from __future__ import annotations
 
@@ -66,12 +68,84 @@ def test_micro_batches_add_up_to_the_full_batch_even_with_a_partial_last_one(plu
     assert results[0][1]["loss"] == pytest.approx(results[1][1]["loss"], abs=1e-6)
 
 
-def test_save_and_load_restore_weights_and_optimiser(plugins, tiny_model, tmp_path):
-    a = backend(plugins, tiny_model, lr=1e-3)
+def samples_of(b, seed: int, n: int = 2) -> list:
+    return [s for row in b.generate(PROMPTS, n, SAMPLING, seed=seed) for s in row]
+
+
+def test_one_mini_batch_is_the_single_step_of_the_whole_batch(plugins, tiny_model):
+    """The default (mini_batch_size 0), a mini-batch the size of the batch and a larger one
+    are the same update to the bit: one optimiser step, in the batch's order."""
+    results = []
+    for options in ({}, {"mini_batch_size": 6}, {"mini_batch_size": 64}):
+        b = backend(plugins, tiny_model, lr=1e-3, micro_batch_size=4, **options)
+        stats = b.update(samples_of(b, 3, n=3), [0.0] * 6, [1.0, -1.0, 0.5, -0.5, 0.25, 2.0])
+        results.append((params(b), stats))
+    assert results[0][1]["optimizer_steps"] == 1.0 and results[0][1]["clip_ratio"] == 0.0
+    for weights, stats in results[1:]:
+        assert torch.equal(weights, results[0][0]) and stats == results[0][1]
+
+
+def test_the_second_mini_batch_sees_ratios_that_left_one(plugins, tiny_model):
+    """Every advantage 1 and no KL: a token's policy loss is -min(r, clip(r)), -1 exactly
+    while r = 1. In one step over the whole batch every r is 1: the loss is -1. In two
+    mini-batches of 2 the first step's tokens give -1 each, and the mean moves off -1 only
+    because the second step's ratios are no longer 1 (the policy moved in between)."""
+    whole = backend(plugins, tiny_model, lr=1e-2, kl_coef=0.0)
+    one = whole.update(samples_of(whole, 6), [0.0] * 4, [1.0] * 4)
+    assert one["policy_loss"] == pytest.approx(-1.0, abs=1e-6) and one["optimizer_steps"] == 1.0
+    halves = backend(plugins, tiny_model, lr=1e-2, kl_coef=0.0, mini_batch_size=2)
+    two = halves.update(samples_of(halves, 6), [0.0] * 4, [1.0] * 4)
+    assert two["optimizer_steps"] == 2.0 and two["tokens"] == one["tokens"]
+    assert abs(two["policy_loss"] + 1.0) > 1e-3, two
+    # epochs go through the batch again: 2 epochs x 2 mini-batches = 4 optimiser steps
+    again = backend(plugins, tiny_model, lr=1e-2, kl_coef=0.0, mini_batch_size=2, ppo_epochs=2)
+    assert again.update(samples_of(again, 6), [0.0] * 4, [1.0] * 4)["optimizer_steps"] == 4.0
+
+
+def test_a_large_learning_rate_makes_the_clip_act(plugins, tiny_model):
+    """lr 0.05 moves the tiny model far in one step: on the second mini-batch (and the second
+    epoch) some ratios leave [0.8, 1.28] on the side where the clipped term is taken, so
+    clip_ratio > 0; the same lr in a single step clips nothing (r = 1)."""
+    advantages = [1.0, -1.0, 1.0, -1.0, 1.0, -1.0]
+    single = backend(plugins, tiny_model, lr=5e-2, kl_coef=0.0)
+    assert single.update(samples_of(single, 8, n=3), [0.0] * 6, advantages)["clip_ratio"] == 0.0
+    b = backend(plugins, tiny_model, lr=5e-2, kl_coef=0.0, mini_batch_size=3, ppo_epochs=2)
+    stats = b.update(samples_of(b, 8, n=3), [0.0] * 6, advantages)
+    print("clip ratio with lr 0.05, 2 mini-batches x 2 epochs:", stats["clip_ratio"])
+    assert 0.0 < stats["clip_ratio"] < 1.0 and stats["optimizer_steps"] == 4.0
+
+
+def test_mini_batches_are_shuffled_by_the_seed(plugins, tiny_model):
+    """Three mini-batches of 2, two epochs: the same seed gives the same update to the bit;
+    another seed another order, so other weights."""
+    advantages = [1.0, -1.0, 0.5, -0.5, 0.25, 2.0]
+    runs = []
+    for seed in (0, 0, 1):
+        b = plugins.backends.create("torch", {"model": str(tiny_model), "lr": "1e-3", "mini_batch_size": "2",
+                                              "ppo_epochs": "2"}, seed=seed)
+        stats = b.update(samples_of(b, 9, n=3), [0.0] * 6, advantages)
+        runs.append((params(b), stats))
+    assert runs[0][1]["optimizer_steps"] == 6.0
+    assert torch.equal(runs[0][0], runs[1][0]) and runs[0][1] == runs[1][1]
+    assert not torch.equal(runs[0][0], runs[2][0])
+
+
+@pytest.mark.parametrize("key, value", [("mini_batch_size", -1), ("ppo_epochs", 0), ("ppo_epochs", "two")])
+def test_wrong_mini_batch_options_fail_naming_the_key(plugins, tiny_model, key, value):
+    from codea1.harness.registry import OptionError
+
+    with pytest.raises(OptionError, match=f"backend 'torch'.*option '{key}'"):
+        backend(plugins, tiny_model, **{key: value})
+
+
+@pytest.mark.parametrize("options", [{}, {"mini_batch_size": 2, "ppo_epochs": 2}], ids=["one-step", "mini-batches"])
+def test_save_and_load_restore_weights_and_optimiser(plugins, tiny_model, tmp_path, options):
+    """The resumed update is the live one, the mini-batches' seeded order included."""
+    a = backend(plugins, tiny_model, lr=1e-3, **options)
     samples = [s for row in a.generate(PROMPTS, 2, SAMPLING, seed=2) for s in row]
     a.update(samples, [0.0] * 4, [1.0, -1.0, 1.0, -1.0])
     a.save(tmp_path / "ckpt")
-    b = backend(plugins, tiny_model, lr=1e-3)
+    b = backend(plugins, tiny_model, lr=1e-3, **options)
     b.load(tmp_path / "ckpt")
     assert torch.equal(params(a), params(b)) and b.updates == 1
     # the next step is the same from the saved state as from the live one (AdamW moments too)
