@@ -185,7 +185,8 @@ class PayloadEncoder:
                            "prelude": job.prelude, "time_limits": job.time_limits,
                            "batch_timeout": job.batch_timeout, "memory_mb": job.memory_mb,
                            "fail_fast": job.fail_fast, "stop_on_timeout": job.stop_on_timeout,
-                           "large_output": job.large_output}, separators=(",", ":"))
+                           "large_output": job.large_output,
+                           "random_seed": job.random_seed}, separators=(",", ":"))
         return head, key, tests_json, functools.partial(tests_blob, job.tests)
 
 

@@ -142,6 +142,11 @@ class ExecJob(_Record):
     # see sandbox.child.encode_for_channel: the parent compares it with the reference's
     # digest) or "both".
     large_output: str = "value"
+    # The interpreter state the job runs under: its PYTHONHASHSEED (fixed at interpreter
+    # start, so executors route the job to a zygote started with it) and the seed the child
+    # gives random before the program loads. Validation runs a suite under two of each.
+    hash_seed: int = 0
+    random_seed: int = 0
 
 
 @dataclass
