@@ -46,3 +46,18 @@ def test_home_and_tmp_files_are_hidden(plugins, name, binary):
     finally:
         for path in secrets:
             path.unlink()
+
+
+@pytest.mark.parametrize("name,binary", WRAPPERS)
+def test_validity_finds_a_hash_order_test_nondeterministic(plugins, name, binary):
+    """The seeded second pool (validity's second run) starts inside the wrapper too."""
+    if shutil.which(binary) is None:
+        pytest.skip(f"{binary} is not installed (apt-get install {name})")
+    from codea1.harness.records import Problem
+    from codea1.harness.validity import check_suites
+
+    problem = Problem(task_id="h", prompt="", entry_point="f",
+                      reference="def f():\n    return list({'alpha', 'beta', 'gamma', 'delta', 'epsilon'})\n")
+    with plugins.executors.create(name, {}, workers=1) as ex:
+        check = check_suites(ex, {"s": (problem, ["assert f() == []", "assert sorted(f())[0] == 'alpha'"])})["s"]
+    assert check.valid == [False, True] and check.nondeterministic == {0}
