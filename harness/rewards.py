@@ -24,6 +24,11 @@ Two reward variants (``reward.variant``):
   final_attack = gen_fail; neither: 0 and 0. R_C = mean_n final_pass;
   R_T = alpha valid_ratio + (1 - alpha) final_attack when the candidate code loads, else 0.
 
+Tests that did not run on the candidate (``kept_not_run``, ``book_not_run``: the budget
+ran out after a timeout) count as neither passed nor failed: the pass rates are over the
+tests that ran (``kept_ran``, ``book_ran``), and a source with none that ran is treated as
+absent. A test that timed out ran, and failed.
+
 Both variants subtract the share of non-printable characters in the test response from
 R_T (the authors' guard against degenerate outputs); ``nonprintable_penalty = false``
 turns it off.
@@ -47,9 +52,10 @@ class SuiteResult:
     ``requested``: K. ``valid``: tests valid on the reference (parsed, unique call, ran,
     right answer). ``corrected``: tests whose answer was wrong, kept with the reference's
     answer (invalid for the reward, run against the code). ``kept_passed`` /
-    ``kept_failed``: the candidate on the kept tests (valid + corrected). ``book_passed`` /
-    ``book_total``: the candidate on the question's Mistake Book tests. ``code_loads``: the
-    candidate defines cleanly. ``response``: the test writer's text (for the penalty)."""
+    ``kept_failed`` / ``kept_not_run``: the candidate on the kept tests (valid + corrected).
+    ``book_passed`` / ``book_total`` / ``book_not_run``: the candidate on the question's
+    Mistake Book tests. ``code_loads``: the candidate defines cleanly. ``response``: the test
+    writer's text (for the penalty)."""
 
     requested: int
     valid: int
@@ -60,10 +66,20 @@ class SuiteResult:
     book_total: int = 0
     code_loads: bool = True
     response: str = ""
+    kept_not_run: int = 0
+    book_not_run: int = 0
 
     @property
     def kept(self) -> int:
         return self.valid + self.corrected
+
+    @property
+    def kept_ran(self) -> int:
+        return self.kept - self.kept_not_run
+
+    @property
+    def book_ran(self) -> int:
+        return self.book_total - self.book_not_run
 
     @property
     def invalid(self) -> int:
@@ -76,10 +92,12 @@ class SuiteResult:
             raise ValueError("a suite requests at least one test (K >= 1)")
         if not 0 <= self.valid + self.corrected <= self.requested:
             raise ValueError(f"valid + corrected must lie in [0, K={self.requested}]")
-        if self.kept_passed + self.kept_failed != self.kept:
-            raise ValueError(f"kept tests: {self.kept_passed} passed + {self.kept_failed} failed != {self.kept}")
-        if not 0 <= self.book_passed <= self.book_total:
-            raise ValueError("book_passed must lie in [0, book_total]")
+        if min(self.kept_passed, self.kept_failed, self.kept_not_run) < 0 or \
+                self.kept_passed + self.kept_failed + self.kept_not_run != self.kept:
+            raise ValueError(f"kept tests: {self.kept_passed} passed + {self.kept_failed} failed + "
+                             f"{self.kept_not_run} not run != {self.kept}")
+        if not 0 <= self.book_not_run <= self.book_total or not 0 <= self.book_passed <= self.book_ran:
+            raise ValueError("book_passed must lie in [0, book_total - book_not_run]")
 
 
 @dataclass
@@ -102,9 +120,9 @@ def nonprintable_ratio(text: str) -> float:
 
 def _paper(s: SuiteResult, alpha: float) -> tuple[float, float, dict]:
     """(code pass of this suite, test reward, parts) by the paper's formulas."""
-    pass_new = s.kept_passed / s.kept if s.kept else 0.0
-    has_book = s.book_total > 0
-    pass_hist = s.book_passed / s.book_total if has_book else 0.0
+    pass_new = s.kept_passed / s.kept_ran if s.kept_ran else 0.0
+    has_book = s.book_ran > 0
+    pass_hist = s.book_passed / s.book_ran if has_book else 0.0
     r_val = s.valid / s.requested
     r_adv = 0.5 * (pass_hist - pass_new + 1) if has_book else 1 - pass_new
     return pass_new, alpha * r_val + (1 - alpha) * r_adv, {"pass_new": pass_new, "pass_hist": pass_hist,
@@ -117,14 +135,15 @@ def _authors(s: SuiteResult, alpha: float) -> tuple[float, float, dict]:
     g = s.kept  # unique tests that execute on the reference
     invalid = s.invalid
     valid_ratio = min(max(min(g / k, 1 - invalid / k), 0.0), 1.0)
-    gen_pass = s.kept_passed / g if g else 0.0
+    ran, book_ran = s.kept_ran, s.book_ran
+    gen_pass = s.kept_passed / ran if ran else 0.0
     gen_fail = s.kept_failed / k
-    att_pass = s.book_passed / s.book_total if s.book_total else 0.0
-    if g and s.book_total:
+    att_pass = s.book_passed / book_ran if book_ran else 0.0
+    if ran and book_ran:
         final_pass, final_attack = (att_pass + gen_pass) / 2, (gen_fail - (1 - att_pass) + 1) / 2
-    elif s.book_total:
+    elif book_ran:
         final_pass, final_attack = att_pass, 0.0
-    elif g:
+    elif ran:
         final_pass, final_attack = gen_pass, gen_fail
     else:
         final_pass, final_attack = 0.0, 0.0
@@ -151,7 +170,7 @@ def candidate_rewards(suites: Sequence[SuiteResult], alpha: float = 0.5, variant
         tests.append(test - penalty)
         parts.append({**part, "penalty": penalty})
     mean_new = sum(passes) / len(passes)
-    if variant == "paper" and suites[0].book_total:
+    if variant == "paper" and suites[0].book_ran:
         code = 0.5 * (parts[0]["pass_hist"] + mean_new)
     else:
         code = mean_new
