@@ -123,3 +123,33 @@ def test_topvar_keeps_the_most_varied_groups():
     assert topvar(groups, 3) == [1, 2, 3]
     assert topvar(groups, 0) == []
     assert topvar(groups, 9) == [0, 1, 2, 3]
+
+
+def test_a_timeout_in_one_suite_leaves_the_others_and_the_book_alone():
+    """K=4. Suite A (4 valid): 2 passed, 1 timed out (a failure), 1 not run after it. Suite B
+    (3 valid, 1 invalid): 3 passed. The book: 2 tests, 1 passed, 1 not run.
+    authors: A: valid_ratio 1, gen_pass 2/3 (of the 3 that ran), gen_fail 1/4, att_pass 1/1,
+    final_pass (1 + 2/3)/2 = 5/6, final_attack (1/4 - 0 + 1)/2 = 5/8, R_T 1/2 + 5/16 = 0.8125.
+    B: valid_ratio 3/4, final_pass 1, final_attack 1/2, R_T 3/8 + 1/4 = 0.625. R_C 11/12.
+    paper: A: pass_new 2/3, pass_hist 1, R_adv (1 - 2/3 + 1)/2 = 2/3, R_T 1/2 + 1/3 = 5/6;
+    B: R_T 3/8 + 1/4; R_C (1 + (2/3 + 1)/2)/2 = 11/12."""
+    suites = [SuiteResult(requested=4, valid=4, kept_passed=2, kept_failed=1, kept_not_run=1,
+                          book_passed=1, book_total=2, book_not_run=1),
+              SuiteResult(requested=4, valid=3, kept_passed=3, book_passed=1, book_total=2, book_not_run=1)]
+    authors = candidate_rewards(suites, 0.5, "authors")
+    assert authors.code == pytest.approx(11 / 12)
+    assert authors.tests == pytest.approx([0.8125, 0.625])
+    paper = candidate_rewards(suites, 0.5, "paper")
+    assert paper.code == pytest.approx(11 / 12)
+    assert paper.tests == pytest.approx([5 / 6, 0.625])
+
+
+def test_a_suite_none_of_whose_tests_ran_gets_no_pass_and_no_attack():
+    s = SuiteResult(requested=2, valid=2, kept_not_run=2)
+    r = candidate_rewards([s], 0.5, "authors")
+    assert r.code == 0.0 and r.tests == [0.5]  # validity only
+    assert candidate_rewards([s], 0.5, "paper").tests == [0.5 + 0.5 * 1.0]  # R_adv = 1 - Pass_new(0)
+    with pytest.raises(ValueError):
+        SuiteResult(requested=2, valid=2, kept_passed=1, kept_failed=1, kept_not_run=1).check()
+    with pytest.raises(ValueError):
+        SuiteResult(requested=2, valid=2, kept_passed=2, book_passed=2, book_total=2, book_not_run=1).check()
