@@ -258,7 +258,8 @@ class TaskRecord(_Record):
     valid: list[bool]  # per test position
     reasons: list[str]  # why each invalid test is invalid ("" when valid)
     mutants_total: int = 0  # mutation positions before dedupe
-    mutants: list[dict] = field(default_factory=list)  # {id, first_fail (None = survived every test run), status, diff}
+    # {id, first_fail (None: no test failed), first_timeout (the test that timed out before any failed), status, diff}
+    mutants: list[dict] = field(default_factory=list)
     mutated_with: int = 0  # how many leading tests the mutants ran against
     coverage: dict[str, dict] = field(default_factory=dict)  # str(k) -> {"line": f, "branch": f or None}
     tests_hash: str = ""
