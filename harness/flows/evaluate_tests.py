@@ -4,8 +4,9 @@ Per task, the first max(k) tests (in generation order) go through three stages, 
 batch through the executor, each with one progress bar:
 
 1. validity (``harness.validity``): every test runs against the reference; it is valid when
-   it executes and its assertion holds (an unparseable assert is an invalid test in its
-   position);
+   it executes and its assertion holds, and holds again in a second run under another hash
+   seed and random state and under the time limit mutants get (else "nondeterministic");
+   an unparseable assert is an invalid test in its position;
 2. coverage: line and branch coverage of the reference function by the first k tests,
    measured with coverage.py inside the sandbox;
 3. mutants: mutants of the reference (``harness.mutation``, cosmic-ray's operators) run
