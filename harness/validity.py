@@ -74,12 +74,17 @@ def parse_suite(problem: Problem, sources: Sequence[str]) -> tuple[list[TestCase
 
 def check_suites(executor, suites: Mapping[str, tuple[Problem, Sequence[str | TestCase]]], *,
                  memory_mb: int = 4096, expected_from_reference: Callable[[Problem], bool] = lambda p: False,
-                 progress: bool = False, stage: str = "validity") -> dict[str, SuiteCheck]:
+                 progress: bool = False, stage: str = "validity", recheck_outputs: bool = False
+                 ) -> dict[str, SuiteCheck]:
     """Check every suite (key -> its problem and tests: assert strings, or TestCases as
     golden tests are) against its problem's reference, in one executor batch.
 
     ``expected_from_reference(problem)`` is True for tests that carry no expected values
-    (HumanEval+'s golden inputs): there the reference only has to answer them."""
+    (HumanEval+'s golden inputs): there the reference only has to answer them.
+
+    The second run takes the tests that passed; with ``recheck_outputs`` also those that ran
+    to a wrong answer (training corrects them to the reference's output, which must then
+    be deterministic too)."""
     checks: dict[str, SuiteCheck] = {}
     to_run: list[Problem] = []
     for key, (problem, tests) in suites.items():
@@ -105,7 +110,7 @@ def check_suites(executor, suites: Mapping[str, tuple[Problem, Sequence[str | Te
                 check.reasons[position] = f"fails on the reference: {ref.failed[j][:300]}"
             else:
                 check.valid[position] = True
-    _second_run(executor, checks, to_run, expected_from_reference, memory_mb)
+    _second_run(executor, checks, to_run, expected_from_reference, memory_mb, recheck_outputs)
     return checks
 
 
@@ -122,10 +127,11 @@ def _same_output(first: ReferenceRun, i: int, second: ReferenceRun, j: int) -> b
 
 
 def _second_run(executor, checks: dict[str, SuiteCheck], first_problems: list[Problem],
-                expected_from_reference: Callable[[Problem], bool], memory_mb: int) -> None:
-    """Run again every test that ran on the reference (it passed, or it has an output a
-    wrong answer is corrected to), under SECOND_SEED and the limits of candidate_time_limits;
-    mark the positions whose outcome differs "nondeterministic" (and invalid)."""
+                expected_from_reference: Callable[[Problem], bool], memory_mb: int, recheck_outputs: bool) -> None:
+    """Run again every test that passed on the reference (with ``recheck_outputs``, every
+    one that has an output a wrong answer is corrected to), under SECOND_SEED and the limits
+    of candidate_time_limits; mark the positions whose outcome differs "nondeterministic"
+    (and invalid)."""
     again: list[Problem] = []
     rerun: dict[str, list[int]] = {}  # suite key -> the indices (of the first run) run again
     for problem in first_problems:
@@ -133,7 +139,7 @@ def _second_run(executor, checks: dict[str, SuiteCheck], first_problems: list[Pr
         ref = check.reference
         if ref is None or ref.error:
             continue
-        indices = [j for j in range(len(problem.tests)) if j not in ref.failed or j in ref.values]
+        indices = [j for j in range(len(problem.tests)) if j not in ref.failed or (recheck_outputs and j in ref.values)]
         if indices:
             rerun[problem.task_id] = indices
             again.append(dataclasses.replace(problem, tests=[problem.tests[j] for j in indices]))
@@ -238,7 +244,7 @@ def validate_for_training(executor, suites: Mapping[str, tuple[Problem, Sequence
             row.append((src.strip(), test))
         positions[key] = row
     checks = check_suites(executor, {task: (problems[task], list(tests.values())) for task, tests in distinct.items()},
-                          memory_mb=memory_mb)
+                          memory_mb=memory_mb, recheck_outputs=True)
     verdicts: dict[tuple[str, str], tuple[str, TestCase | None, str, float]] = {}
     for task, tests in distinct.items():
         check = checks[task]
