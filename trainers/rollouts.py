@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Hashable, Mapping, Sequence
 
 from codea1.harness.asserts import AssertParseError, parse_assert
-from codea1.harness.execution import run_jobs
+from codea1.harness.execution import DEFAULT_TIME_FACTOR, run_jobs
 from codea1.harness.judge import judge
 from codea1.harness.parsing import program_from_response
 from codea1.harness.prompts import get_prompt, question_text
@@ -83,22 +83,25 @@ class CodeRun:
 
 LOAD_ALLOWANCE = 5.0  # seconds of a job's budget for starting and loading the program
 MIN_CONTINUATION = 1.0  # budget left below which the tests after a timeout are not run
+# Continuations per program: one gives the tests after a single slow test their results; a
+# program that hangs on every input would otherwise spend its whole budget one limit at a
+# time (on the paper-sized step that made execution 11 times slower).
+MAX_CONTINUATIONS = 1
 
 
 def run_codes(executor, runs: Mapping[Hashable, tuple[Problem, str, list[TestCase], list[float]]], bench,
               code_timeout: float, budgets: Mapping[Hashable, float] | None = None) -> dict[Hashable, CodeRun]:
     """Every (problem, program, tests, per-test limits) in one executor batch, no early stop
     (every test's result counts); a program gets ``code_timeout`` seconds for all its tests
-    (``budgets[key]`` where given), and at least the sum of its tests' limits, so that a
-    program as fast as the reference never runs out of budget. Identical (program, tests)
-    pairs run once.
+    (``budgets[key]`` where given), and at least a quarter of the sum of their limits (a
+    limit is at least 4 x the reference's time), so that a program as fast as the reference
+    never runs out of budget. Identical (program, tests) pairs run once.
 
     A timeout is the timed-out test's failure and nothing more: a job stops at its first
-    timeout (the process may be wedged), and the tests after it run again in a fresh job,
-    a continuation with what is left of the program's budget, until none times out or the
-    budget is spent; the tests the budget does not reach are "not_run", counted neither
-    passed nor failed (one slow test in one suite must not fail its sibling suites and the
-    Mistake Book's tests)."""
+    timeout (the process may be wedged), and the tests after it run in a fresh job, a
+    continuation with what is left of the program's budget (MAX_CONTINUATIONS of them); the
+    tests that no job reaches are "not_run", counted neither passed nor failed (one slow
+    test in one suite must not fail its sibling suites and the Mistake Book's tests)."""
     jobs: dict[str, ExecJob] = {}
     job_of: dict[Hashable, str] = {}
     budget_of: dict[str, float] = {}
@@ -110,7 +113,7 @@ def run_codes(executor, runs: Mapping[Hashable, tuple[Problem, str, list[TestCas
         job_id = f"{problem.task_id}@{digest}"
         job_of[key] = job_id
         if job_id not in jobs:
-            budget_of[job_id] = max((budgets or {}).get(key, code_timeout), sum(limits))
+            budget_of[job_id] = max((budgets or {}).get(key, code_timeout), sum(limits) / DEFAULT_TIME_FACTOR)
             problem_of[job_id] = problem
             jobs[job_id] = _code_job(job_id, code, problem, tests, limits, budget_of[job_id], bench.memory_mb)
     statuses = _run_with_continuations(executor, jobs, budget_of, problem_of, bench)
@@ -138,7 +141,9 @@ def _run_with_continuations(executor, jobs: Mapping[str, ExecJob], budget_of: Ma
     offset = dict.fromkeys(jobs, 0)  # index of a job's first test in the job now running
     used = dict.fromkeys(jobs, 0.0)  # seconds of its budget spent
     pending = dict(jobs)
-    while pending:
+    for _ in range(1 + MAX_CONTINUATIONS):
+        if not pending:
+            break
         raws = run_jobs(executor, list(pending.values()))
         following = {}
         for base, job in pending.items():

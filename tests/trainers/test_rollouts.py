@@ -29,14 +29,22 @@ def test_tests_after_a_timeout_keep_their_real_results(executor, plugins):
 
 
 def test_tests_beyond_the_budget_are_not_run_never_failed(executor, plugins):
-    """Limits 1 s and 0.5 s: the budget is their sum, 1.5 s; the hang spends at least 1 s
-    of it, and less than a continuation's minimum (1 s) is left: the second test is not
-    run, and not failed."""
+    """Limits 1 s and 0.5 s, 0.5 s of budget (more than a quarter of the limits' sum): the
+    hang spends at least 1 s, and less than a continuation's minimum (1 s) is left: the
+    second test is not run, and not failed."""
     bench = plugins.benchmarks.create("demo")
     runs = {"p": (PROBLEM, PROGRAM, calls(0, 1), [1.0, 0.5])}
     run = run_codes(executor, runs, bench, code_timeout=0.5)["p"]
     assert run.statuses == ["timeout", "not_run"]
     assert run.counts(0, 2) == (0, 1, 1)
+
+
+def test_one_continuation_per_program(executor, plugins):
+    """A program that hangs again in its continuation gets no third job (MAX_CONTINUATIONS
+    is 1): a program that hangs on every input costs two limits, not its whole budget."""
+    bench = plugins.benchmarks.create("demo")
+    run = run_codes(executor, {"p": (PROBLEM, PROGRAM, calls(0, 0, 1), [1.0] * 3)}, bench, code_timeout=10.0)["p"]
+    assert run.statuses == ["timeout", "timeout", "not_run"]
 
 
 def test_a_program_that_does_not_load_fails_every_test(executor, plugins):
