@@ -186,7 +186,8 @@ class PayloadEncoder:
                            "prelude": job.prelude, "time_limits": job.time_limits,
                            "batch_timeout": job.batch_timeout, "memory_mb": job.memory_mb,
                            "fail_fast": job.fail_fast, "stop_on_timeout": job.stop_on_timeout,
-                           "large_output": job.large_output}, separators=(",", ":"))
+                           "large_output": job.large_output,
+                           "random_seed": job.random_seed}, separators=(",", ":"))
         return head, key, tests_json, functools.partial(tests_blob, job.tests)
 
 
@@ -437,13 +438,15 @@ MIN_CONTINUATION_BUDGET = 1.0  # seconds of a job's budget left for its continua
 
 
 def unfinished(job: ExecJob, raw: RawResult) -> int | None:
-    """Where a job that does not fail fast must go on: the first test after the last one
-    with an outcome, when its process ended before the last test (a timeout, a crash,
-    ``os._exit``, a stop at a timeout) and part of its budget is left; else None.
+    """Where a job that runs every test (neither ``fail_fast`` nor ``stop_on_timeout``) must
+    go on: the first test after the last one with an outcome, when its process ended before
+    the last test (a crash, ``os._exit``, the zygote's clock killing a program that cancelled
+    its alarm) and part of its budget is left; else None.
 
     Its later tests then run in a fresh process: ending early never turns a program's
-    failures into tests that did not run (those count as neither passed nor failed)."""
-    if job.fail_fast or raw.sandbox_error or raw.load_error or raw.exit.startswith("protocol:") \
+    failures into tests that did not run. (Jobs that stop at a timeout are the trainers':
+    ``trainers.rollouts.run_codes`` continues them itself, within the program's budget.)"""
+    if job.fail_fast or job.stop_on_timeout or raw.sandbox_error or raw.load_error or raw.exit.startswith("protocol:") \
             or raw.exit == "cancelled" or job.batch_timeout - raw.wall_time < MIN_CONTINUATION_BUDGET:
         return None
     last = max((i for i, o in enumerate(raw.outcomes) if o.status != "not_run"), default=None)

@@ -75,6 +75,16 @@ class MistakeBook:
             del self.questions[question]
         return change
 
+    def update_from_statuses(self, question: str, new: Iterable[tuple[str, str]], book: Iterable[tuple[str, str]]
+                             ) -> Change:
+        """``update`` from per-test statuses (pass | fail | timeout | not_run) of one candidate
+        on its generated tests and on the book's tests: a generated test enters on a "fail"
+        (a wrong answer or an exception) and a book test leaves on a "pass". A timeout is
+        evidence of time, not of a mistake, and a test that did not run is no evidence at
+        all: neither adds nor removes."""
+        return self.update(question, [src for src, status in new if status == "fail"],
+                           [src for src, status in book if status == "pass"])
+
     def size(self) -> int:
         return sum(len(t) for t in self.questions.values())
 

@@ -142,6 +142,11 @@ class ExecJob(_Record):
     # see sandbox.child.encode_for_channel: the parent compares it with the reference's
     # digest) or "both".
     large_output: str = "value"
+    # The interpreter state the job runs under: its PYTHONHASHSEED (fixed at interpreter
+    # start, so executors route the job to a zygote started with it) and the seed the child
+    # gives random before the program loads. Validation runs a suite under two of each.
+    hash_seed: int = 0
+    random_seed: int = 0
 
 
 @dataclass
@@ -258,7 +263,8 @@ class TaskRecord(_Record):
     valid: list[bool]  # per test position
     reasons: list[str]  # why each invalid test is invalid ("" when valid)
     mutants_total: int = 0  # mutation positions before dedupe
-    mutants: list[dict] = field(default_factory=list)  # {id, first_fail (None = survived every test run), status, diff}
+    # {id, first_fail (None: no test failed), first_timeout (the test that timed out before any failed), status, diff}
+    mutants: list[dict] = field(default_factory=list)
     mutated_with: int = 0  # how many leading tests the mutants ran against
     coverage: dict[str, dict] = field(default_factory=dict)  # str(k) -> {"line": f, "branch": f or None}
     tests_hash: str = ""

@@ -127,12 +127,13 @@ def problem_key(problem: Problem) -> str:
     return h.hexdigest()[:32]
 
 
-def _reference_job(problem: Problem, memory_mb: int) -> ExecJob:
+def _reference_job(problem: Problem, memory_mb: int, limits: list[float] | None = None, seed: int = 0) -> ExecJob:
     n = len(problem.tests)
+    limits = limits if limits is not None else [REFERENCE_TEST_LIMIT] * n
     return ExecJob(job_id=f"ref:{problem.task_id}", code=problem.reference, tests=problem.tests,
-                   entry_point=problem.entry_point, prelude=problem.prelude, time_limits=[REFERENCE_TEST_LIMIT] * n,
-                   batch_timeout=min(n * REFERENCE_TEST_LIMIT, 1800.0) + 10, memory_mb=memory_mb, fail_fast=False,
-                   large_output="both")
+                   entry_point=problem.entry_point, prelude=problem.prelude, time_limits=limits,
+                   batch_timeout=min(sum(limits), 1800.0) + 10, memory_mb=memory_mb, fail_fast=False,
+                   large_output="both", hash_seed=seed, random_seed=seed)
 
 
 def _summarise(problem: Problem, job: ExecJob, raw: RawResult, checks_tests: bool) -> ReferenceRun:
@@ -156,11 +157,15 @@ def _summarise(problem: Problem, job: ExecJob, raw: RawResult, checks_tests: boo
 
 def run_references(problems: Sequence[Problem], executor: Executor, *, checks_tests: Callable[[Problem], bool],
                    memory_mb: int = 4096, progress: bool = False, stage: str = "reference",
-                   use_cache: bool = True) -> dict[str, ReferenceRun]:
+                   use_cache: bool = True, seed: int = 0,
+                   limits: Callable[[Problem], list[float]] | None = None) -> dict[str, ReferenceRun]:
     """Reference results by task id. ``checks_tests(problem)`` is False where the tests carry
     no expected values (the reference's outputs *are* the expected values). With
     ``progress``, one bar named ``stage`` counts the references actually run (none when
-    every one is cached)."""
+    every one is cached). ``seed`` (the hash seed and the random seed of the run) and
+    ``limits(problem)`` (per-test time limits, else REFERENCE_TEST_LIMIT) serve validity's
+    second run; either one turns the cache off."""
+    use_cache = use_cache and seed == 0 and limits is None
     folder = cache_dir() / "reference"
     out: dict[str, ReferenceRun] = {}
     jobs: dict[str, tuple[Problem, Path, ExecJob]] = {}
@@ -180,7 +185,7 @@ def run_references(problems: Sequence[Problem], executor: Executor, *, checks_te
                     continue
                 except (OSError, ValueError, EOFError, KeyError, TypeError):
                     pass  # torn or stale cache entry: recomputed below
-            jobs[f"ref:{p.task_id}"] = (p, path, _reference_job(p, memory_mb))
+            jobs[f"ref:{p.task_id}"] = (p, path, _reference_job(p, memory_mb, limits(p) if limits else None, seed))
     if use_cache and jobs:
         folder.mkdir(parents=True, exist_ok=True)
 

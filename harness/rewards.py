@@ -29,6 +29,13 @@ Two reward variants (``reward.variant``):
   final_attack = gen_fail; neither: 0 and 0. R_C = mean_n final_pass;
   R_T = alpha valid_ratio + (1 - alpha) final_attack when the candidate code loads, else 0.
 
+Tests that did not run on the candidate (``kept_not_run``, ``book_not_run``: its budget
+ran out after timeouts) are the code's doing, not the tests': for the test reward (R_adv,
+final_attack) they count as neither passed nor failed (the rates are over the tests that
+ran, ``kept_ran`` / ``book_ran``, and a source with none that ran is absent: no evidence, no
+attack); for the code reward (R_C, final_pass) they count as not passed, so that hanging
+or ending early never raises a program's pass rate. A test that timed out ran, and failed.
+
 Both variants subtract the share of non-printable characters in the test response from
 R_T (the authors' guard against degenerate outputs); ``nonprintable_penalty = false``
 turns it off.
@@ -52,9 +59,10 @@ class SuiteResult:
     ``requested``: K. ``valid``: tests valid on the reference (parsed, unique call, ran,
     right answer). ``corrected``: tests whose answer was wrong, kept with the reference's
     answer (invalid for the reward, run against the code). ``kept_passed`` /
-    ``kept_failed``: the candidate on the kept tests (valid + corrected). ``book_passed`` /
-    ``book_total``: the candidate on the question's Mistake Book tests. ``code_loads``: the
-    candidate defines cleanly. ``response``: the test writer's text (for the penalty)."""
+    ``kept_failed`` / ``kept_not_run``: the candidate on the kept tests (valid + corrected).
+    ``book_passed`` / ``book_total`` / ``book_not_run``: the candidate on the question's
+    Mistake Book tests. ``code_loads``: the candidate defines cleanly. ``response``: the test
+    writer's text (for the penalty)."""
 
     requested: int
     valid: int
@@ -65,10 +73,20 @@ class SuiteResult:
     book_total: int = 0
     code_loads: bool = True
     response: str = ""
+    kept_not_run: int = 0
+    book_not_run: int = 0
 
     @property
     def kept(self) -> int:
         return self.valid + self.corrected
+
+    @property
+    def kept_ran(self) -> int:
+        return self.kept - self.kept_not_run
+
+    @property
+    def book_ran(self) -> int:
+        return self.book_total - self.book_not_run
 
     @property
     def invalid(self) -> int:
@@ -81,10 +99,12 @@ class SuiteResult:
             raise ValueError("a suite requests at least one test (K >= 1)")
         if not 0 <= self.valid + self.corrected <= self.requested:
             raise ValueError(f"valid + corrected must lie in [0, K={self.requested}]")
-        if self.kept_passed + self.kept_failed != self.kept:
-            raise ValueError(f"kept tests: {self.kept_passed} passed + {self.kept_failed} failed != {self.kept}")
-        if not 0 <= self.book_passed <= self.book_total:
-            raise ValueError("book_passed must lie in [0, book_total]")
+        if min(self.kept_passed, self.kept_failed, self.kept_not_run) < 0 or \
+                self.kept_passed + self.kept_failed + self.kept_not_run != self.kept:
+            raise ValueError(f"kept tests: {self.kept_passed} passed + {self.kept_failed} failed + "
+                             f"{self.kept_not_run} not run != {self.kept}")
+        if not 0 <= self.book_not_run <= self.book_total or not 0 <= self.book_passed <= self.book_ran:
+            raise ValueError("book_passed must lie in [0, book_total - book_not_run]")
 
 
 @dataclass
@@ -107,18 +127,20 @@ def nonprintable_ratio(text: str) -> float:
 
 def _paper(s: SuiteResult, alpha: float) -> tuple[float, float, dict]:
     """(code pass of this suite, test reward, parts) by the paper's formulas."""
-    pass_new = s.kept_passed / s.kept if s.kept else 0.0
-    has_book = s.book_total > 0
-    pass_hist = s.book_passed / s.book_total if has_book else 0.0
+    pass_new = s.kept_passed / s.kept_ran if s.kept_ran else 0.0
+    has_book = s.book_ran > 0
+    pass_hist = s.book_passed / s.book_ran if has_book else 0.0
     r_val = s.valid / s.requested
-    if not s.kept:  # nothing ran against the code: no attack (the authors' G = 0), see the docstring
+    if not s.kept_ran:  # nothing ran against the code: no attack (the authors' G = 0), see the docstring
         r_adv = 0.0
     elif has_book:
         r_adv = 0.5 * (pass_hist - pass_new + 1)
     else:
         r_adv = 1 - pass_new
-    return pass_new, alpha * r_val + (1 - alpha) * r_adv, {"pass_new": pass_new, "pass_hist": pass_hist,
-                                                           "valid": r_val, "adv": r_adv}
+    code_new = s.kept_passed / s.kept if s.kept else 0.0  # the code's side: a test it did not reach, not passed
+    code_hist = s.book_passed / s.book_total if s.book_total else 0.0
+    return code_new, alpha * r_val + (1 - alpha) * r_adv, {"pass_new": pass_new, "pass_hist": pass_hist,
+                                                           "code_hist": code_hist, "valid": r_val, "adv": r_adv}
 
 
 def _authors(s: SuiteResult, alpha: float) -> tuple[float, float, dict]:
@@ -127,17 +149,27 @@ def _authors(s: SuiteResult, alpha: float) -> tuple[float, float, dict]:
     g = s.kept  # unique tests that execute on the reference
     invalid = s.invalid
     valid_ratio = min(max(min(g / k, 1 - invalid / k), 0.0), 1.0)
-    gen_pass = s.kept_passed / g if g else 0.0
+    ran, book_ran = s.kept_ran, s.book_ran
+    gen_pass = s.kept_passed / ran if ran else 0.0
     gen_fail = s.kept_failed / k
-    att_pass = s.book_passed / s.book_total if s.book_total else 0.0
-    if g and s.book_total:
-        final_pass, final_attack = (att_pass + gen_pass) / 2, (gen_fail - (1 - att_pass) + 1) / 2
-    elif s.book_total:
-        final_pass, final_attack = att_pass, 0.0
-    elif g:
-        final_pass, final_attack = gen_pass, gen_fail
+    att_pass = s.book_passed / book_ran if book_ran else 0.0
+    if ran and book_ran:
+        final_attack = (gen_fail - (1 - att_pass) + 1) / 2
+    elif ran:
+        final_attack = gen_fail
     else:
-        final_pass, final_attack = 0.0, 0.0
+        final_attack = 0.0
+    # The code's side counts the tests it did not reach as not passed (see the docstring).
+    code_gen = s.kept_passed / g if g else 0.0
+    code_att = s.book_passed / s.book_total if s.book_total else 0.0
+    if g and s.book_total:
+        final_pass = (code_att + code_gen) / 2
+    elif s.book_total:
+        final_pass = code_att
+    elif g:
+        final_pass = code_gen
+    else:
+        final_pass = 0.0
     test = alpha * valid_ratio + (1 - alpha) * final_attack if s.code_loads else 0.0
     return final_pass, test, {"pass_new": gen_pass, "pass_hist": att_pass, "valid": valid_ratio,
                               "adv": final_attack, "gen_fail": gen_fail}
@@ -162,7 +194,7 @@ def candidate_rewards(suites: Sequence[SuiteResult], alpha: float = 0.5, variant
         parts.append({**part, "penalty": penalty})
     mean_new = sum(passes) / len(passes)
     if variant == "paper" and suites[0].book_total:
-        code = 0.5 * (parts[0]["pass_hist"] + mean_new)
+        code = 0.5 * (parts[0]["code_hist"] + mean_new)
     else:
         code = mean_new
     return Rewards(code, tests, parts)

@@ -6,6 +6,14 @@ a usable assert, executes on the reference and its assertion holds; an unparseab
 is an invalid test in its position, so positions (the first k of a suite) keep their
 meaning. ``validate_for_training`` adds what training needs (the paper's Step 3): unique
 calls, and wrong answers corrected to the reference's and kept.
+
+Every test that ran on the reference runs there a second time, under another hash seed and
+another random seed, and under the time limit a candidate or mutant gets for it later
+(``candidate_time_limits``: evalplus' rule on the first run's time). A test whose outcome (its
+output, its exception, its verdict) differs between the two runs is invalid,
+"nondeterministic": it depends on os.urandom, time, hash or set order, or unseeded random,
+and would fail correct programs at random; one that times out under its own limit would
+time out on an equally fast mutant or candidate by design.
 """
 
 from __future__ import annotations
@@ -15,8 +23,18 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from codea1.harness.asserts import AssertParseError, parse_assert
+from codea1.harness.execution import DEFAULT_MIN_TIME_LIMIT, DEFAULT_TIME_FACTOR, time_limits
 from codea1.harness.records import Problem, TestCase
 from codea1.harness.reference import ReferenceRun, run_references
+
+SECOND_SEED = 1  # the hash seed and random seed of validity's second run (the first: 0, as every job)
+NONDETERMINISTIC_REASON = "nondeterministic"
+
+
+def candidate_time_limits(reference_times: Sequence[float]) -> list[float]:
+    """The per-test limits a valid test gets everywhere after validation (the second
+    validation run, candidates in training, mutants): max(1 s, 4 x the reference's time)."""
+    return time_limits(reference_times, DEFAULT_MIN_TIME_LIMIT, DEFAULT_TIME_FACTOR)
 
 
 @dataclass
@@ -30,6 +48,7 @@ class SuiteCheck:
     reasons: list[str]
     times: list[float]
     reference: ReferenceRun | None = None
+    nondeterministic: set[int] = dataclasses.field(default_factory=set)  # positions whose two runs differ
 
     def usable(self) -> dict[int, int]:
         return {pos: j for j, pos in enumerate(i for i, t in enumerate(self.tests) if t is not None)}
@@ -55,12 +74,17 @@ def parse_suite(problem: Problem, sources: Sequence[str]) -> tuple[list[TestCase
 
 def check_suites(executor, suites: Mapping[str, tuple[Problem, Sequence[str | TestCase]]], *,
                  memory_mb: int = 4096, expected_from_reference: Callable[[Problem], bool] = lambda p: False,
-                 progress: bool = False, stage: str = "validity") -> dict[str, SuiteCheck]:
+                 progress: bool = False, stage: str = "validity", recheck_outputs: bool = False
+                 ) -> dict[str, SuiteCheck]:
     """Check every suite (key -> its problem and tests: assert strings, or TestCases as
     golden tests are) against its problem's reference, in one executor batch.
 
     ``expected_from_reference(problem)`` is True for tests that carry no expected values
-    (HumanEval+'s golden inputs): there the reference only has to answer them."""
+    (HumanEval+'s golden inputs): there the reference only has to answer them.
+
+    The second run takes the tests that passed; with ``recheck_outputs`` also those that ran
+    to a wrong answer (training corrects them to the reference's output, which must then
+    be deterministic too)."""
     checks: dict[str, SuiteCheck] = {}
     to_run: list[Problem] = []
     for key, (problem, tests) in suites.items():
@@ -86,12 +110,70 @@ def check_suites(executor, suites: Mapping[str, tuple[Problem, Sequence[str | Te
                 check.reasons[position] = f"fails on the reference: {ref.failed[j][:300]}"
             else:
                 check.valid[position] = True
+    _second_run(executor, checks, to_run, expected_from_reference, memory_mb, recheck_outputs)
     return checks
+
+
+def _same_output(first: ReferenceRun, i: int, second: ReferenceRun, j: int) -> bool:
+    if first.digests.get(i) and second.digests.get(j):  # large outputs: their SHA-256s
+        return first.digests[i] == second.digests[j]
+    a, b = first.value(i), second.value(j)
+    try:
+        if a == b:
+            return True
+    except Exception:  # noqa: BLE001 - plain data compares; anything else is not the same
+        return False
+    return type(a) is type(b) and repr(a) == repr(b)  # NaN inside equal structures
+
+
+def _second_run(executor, checks: dict[str, SuiteCheck], first_problems: list[Problem],
+                expected_from_reference: Callable[[Problem], bool], memory_mb: int, recheck_outputs: bool) -> None:
+    """Run again every test that passed on the reference (with ``recheck_outputs``, every
+    one that has an output a wrong answer is corrected to), under SECOND_SEED and the limits
+    of candidate_time_limits; mark the positions whose outcome differs "nondeterministic"
+    (and invalid)."""
+    again: list[Problem] = []
+    rerun: dict[str, list[int]] = {}  # suite key -> the indices (of the first run) run again
+    for problem in first_problems:
+        check = checks[problem.task_id]
+        ref = check.reference
+        if ref is None or ref.error:
+            continue
+        indices = [j for j in range(len(problem.tests)) if j not in ref.failed or (recheck_outputs and j in ref.values)]
+        if indices:
+            rerun[problem.task_id] = indices
+            again.append(dataclasses.replace(problem, tests=[problem.tests[j] for j in indices]))
+    if not again:
+        return
+    limits = {key: candidate_time_limits([checks[key].reference.times[j] for j in indices]) for key, indices in rerun.items()}
+    seconds = run_references(again, executor, checks_tests=lambda p: not expected_from_reference(p),
+                             memory_mb=memory_mb, stage="validity (second run)", use_cache=False, seed=SECOND_SEED,
+                             limits=lambda p: limits[p.task_id])
+    for key, indices in rerun.items():
+        check, second = checks[key], seconds.get(key)
+        first = check.reference
+        positions = {j: pos for pos, j in check.usable().items()}
+        for jj, j in enumerate(indices):
+            if second is None:
+                why = "its second run on the reference got no result"
+            elif (j in first.failed) != (jj in second.failed):
+                took = f"{limits[key][jj]:.1f}"
+                why = (f"passes on the reference under one hash and random seed, not under another "
+                       f"(limit {took} s): {second.failed.get(jj, first.failed.get(j, ''))[:200]}")
+            elif (j in first.values) != (jj in second.values) or (j in first.values and not _same_output(first, j, second, jj)):
+                why = "the reference's output differs between two runs (hash seed, random state, time)"
+            else:
+                continue
+            pos = positions[j]
+            check.valid[pos] = False
+            check.nondeterministic.add(pos)
+            check.reasons[pos] = f"{NONDETERMINISTIC_REASON}: {why}"
 
 
 # -- validation for training ------------------------------------------------------------------
 # Statuses of a generated test, position by position: the test keeps its place in the suite.
 VALID, WRONG, ERROR, UNPARSED, DUPLICATE, MISSING = "valid", "wrong", "error", "unparsed", "duplicate", "missing"
+NONDETERMINISTIC = "nondeterministic"  # its outcome on the reference differs between two runs: dropped
 
 
 @dataclass
@@ -162,12 +244,14 @@ def validate_for_training(executor, suites: Mapping[str, tuple[Problem, Sequence
             row.append((src.strip(), test))
         positions[key] = row
     checks = check_suites(executor, {task: (problems[task], list(tests.values())) for task, tests in distinct.items()},
-                          memory_mb=memory_mb)
+                          memory_mb=memory_mb, recheck_outputs=True)
     verdicts: dict[tuple[str, str], tuple[str, TestCase | None, str, float]] = {}
     for task, tests in distinct.items():
         check = checks[task]
         for i, (src, test) in enumerate(tests.items()):
-            if check.valid[i]:
+            if i in check.nondeterministic:
+                verdicts[(task, src)] = (NONDETERMINISTIC, None, "", 0.0)
+            elif check.valid[i]:
                 verdicts[(task, src)] = (VALID, test, test.source or src, check.times[i])
             elif check.reference is not None and check.usable().get(i) in check.reference.values:
                 fixed = corrected(test, check.reference_value(i))  # it ran: a wrong answer

@@ -27,7 +27,7 @@ from codea1.harness.mutation import generate_mutants
 from codea1.harness.plugin_manager import load_plugins
 from codea1.harness.records import ExecJob
 from codea1.harness.rewards import SuiteResult, candidate_rewards, topvar
-from codea1.harness.validity import VALID, validate_for_training
+from codea1.harness.validity import SECOND_SEED, VALID, validate_for_training
 from codea1.trainers.rollouts import advantages_by_group, parsed_book, replace_id, run_codes
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -81,7 +81,8 @@ def main() -> None:
 
     executor = plugins.executors.create("subprocess", workers=args.workers)
     with executor:
-        executor.info()  # start the zygotes before timing
+        executor.info()  # start the zygotes before timing, and those of validity's second run (once per training)
+        executor.pool_for(SECOND_SEED).start()
         t0 = time.perf_counter()
         validated = validate_for_training(executor, {f"{qi}/{mi}/{ni}": (questions[qi], s)
                                                      for (qi, mi, ni), s in suites.items()}, K)
@@ -115,9 +116,11 @@ def main() -> None:
                 suite_results = []
                 for ni, (s0, s1) in enumerate(layout):
                     v = validated[f"{qi}/{mi}/{ni}"]
-                    passed = sum(r.passes[s0:s1])
-                    suite_results.append(SuiteResult(K, v.count(VALID), len(v.kept) - v.count(VALID), passed,
-                                                     (s1 - s0) - passed, sum(r.passes[b0:b1]), b1 - b0, r.loads))
+                    passed, failed, not_run = r.counts(s0, s1)
+                    book_passed, _, book_not_run = r.counts(b0, b1)
+                    suite_results.append(SuiteResult(K, v.count(VALID), len(v.kept) - v.count(VALID), passed, failed,
+                                                     book_passed, b1 - b0, r.loads, kept_not_run=not_run,
+                                                     book_not_run=book_not_run))
                 rewards = candidate_rewards(suite_results)
                 row.append(rewards.code)
                 suite_rewards.append(rewards.tests)

@@ -23,7 +23,12 @@ Per step, for each of the B questions:
    zero advantages and is counted;
 7. both policies are updated;
 8. the Mistake Book is updated (each loading program: its failed kept tests +1, its passed
-   book tests -1) and saved as DIR/mistake_book/step-N.json.
+   book tests -1; a test that timed out or did not run changes nothing) and saved as
+   DIR/mistake_book/step-N.json.
+
+A timeout fails only the test that timed out: the tests after it run again in a fresh job
+(``rollouts.run_codes``), and those the program's budget does not reach are not run,
+counted neither passed nor failed.
 
 Options: ``m``, ``n``, ``k``, ``alpha``, ``reward_variant``, ``nonprintable_penalty``,
 ``topvar`` (0 = M // N), ``mistake_book``, ``book_top``, ``referable_code``,
@@ -165,20 +170,22 @@ class CodeA1Trainer(Trainer):
                 r = results[(qi, mi)]
                 spans, (b0, b1), (g0, g1) = layout[(qi, mi)]
                 suite_results = []
+                book_passed, _, book_not_run = r.counts(b0, b1)
                 for ni, (s0, s1) in enumerate(spans):
                     v = validated[(qi, mi, ni)]
-                    passed = sum(r.passes[s0:s1])
+                    passed, failed, not_run = r.counts(s0, s1)
                     suite_results.append(SuiteResult(
                         requested=K, valid=v.count(VALID), corrected=len(v.kept) - v.count(VALID),
-                        kept_passed=passed, kept_failed=(s1 - s0) - passed, book_passed=sum(r.passes[b0:b1]),
-                        book_total=b1 - b0, code_loads=r.loads, response=tests[qi * M + mi][ni].text))
+                        kept_passed=passed, kept_failed=failed, kept_not_run=not_run, book_passed=book_passed,
+                        book_total=b1 - b0, book_not_run=book_not_run, code_loads=r.loads,
+                        response=tests[qi * M + mi][ni].text))
                 rewards = candidate_rewards(suite_results, o.alpha, o.reward_variant, o.nonprintable_penalty)
                 row_code.append(rewards.code)
                 row_tests.append(rewards.tests)
                 parts += rewards.parts
                 golden_pass.append(mean(r.passes[g0:g1]) if g1 > g0 else 0.0)
-                if b1 > b0:
-                    hist_pass.append(mean(r.passes[b0:b1]))
+                if b1 - b0 - book_not_run > 0:  # book tests that ran
+                    hist_pass.append(book_passed / (b1 - b0 - book_not_run))
             code_rewards.append(row_code)
             test_rewards.append(row_tests)
 
@@ -208,9 +215,9 @@ class CodeA1Trainer(Trainer):
                     if not r.loads or r.sandbox_error:
                         continue
                     spans, (b0, b1), _ = layout[(qi, mi)]
-                    failed = [src for ni, (s0, _) in enumerate(spans)
-                              for j, src in enumerate(validated[(qi, mi, ni)].kept_sources) if not r.passes[s0 + j]]
-                    change = self.book.update(q.task_id, failed, [t for t, ok in zip(book[qi], r.passes[b0:b1]) if ok])
+                    new = [(src, r.statuses[s0 + j]) for ni, (s0, _) in enumerate(spans)
+                           for j, src in enumerate(validated[(qi, mi, ni)].kept_sources)]
+                    change = self.book.update_from_statuses(q.task_id, new, zip(book[qi], r.statuses[b0:b1]))
                     added += len(change.added)
                     removed += len(change.removed)
             self.book.save(ctx.out / "mistake_book" / f"step-{step + 1:06d}.json")

@@ -10,12 +10,15 @@ candidates that ran the call without error; otherwise the call has no consensus.
 A test is then valid when its call has a consensus and its assertion holds on the consensus
 answer; a test whose assertion does not hold is corrected to ``== consensus`` and kept
 (invalid, as with the reference); a call without consensus, a duplicate call and an
-unparseable assert are dropped. The returned suites have the shape
+unparseable assert are dropped. Every program runs the calls twice, the second time under
+another hash seed and random state (``validity.SECOND_SEED``): a call whose output on some
+candidate differs between the two runs is "nondeterministic" and dropped. The returned suites have the shape
 ``harness.validity.validate_for_training`` returns, so the trainer does not care which ran.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import Counter
 from typing import Mapping, Sequence
@@ -28,6 +31,8 @@ from codea1.harness.validity import (
     DUPLICATE,
     ERROR,
     MISSING,
+    NONDETERMINISTIC,
+    SECOND_SEED,
     UNPARSED,
     VALID,
     WRONG,
@@ -38,12 +43,22 @@ from codea1.harness.validity import (
 )
 
 
+def _output(raw, i: int) -> tuple[bool, object]:
+    """(ran without error, output) of call ``i`` in one program's result."""
+    outcome = raw.outcomes[i] if not raw.load_error and not raw.sandbox_error else None
+    return outcome is not None and outcome.status == "ok", outcome.value if outcome else None
+
+
+def _tree_key(value) -> str:
+    return json.dumps(plaindata.to_tree(value), sort_keys=True)
+
+
 def consensus_answers(outputs: Sequence[tuple[bool, object]]) -> tuple[bool, object]:
     """(found, answer) from the candidates' (ran without error, output) pairs."""
     ran = [value for ok, value in outputs if ok]
     if not ran:
         return False, None
-    keys = [json.dumps(plaindata.to_tree(v), sort_keys=True) for v in ran]
+    keys = [_tree_key(v) for v in ran]
     (key, count), = Counter(keys).most_common(1)
     if count < 2 or 2 * count <= len(ran):
         return False, None
@@ -70,16 +85,20 @@ def validate_by_consensus(executor, suites: Mapping[str, tuple[Problem, Sequence
                                          prelude=problems[qi].prelude, time_limits=[2.0] * len(tests),
                                          batch_timeout=10.0, memory_mb=bench.memory_mb, fail_fast=False,
                                          large_output="value")
-    raws = run_jobs(executor, list(jobs.values()))
+    seconds = [dataclasses.replace(j, job_id=f"{j.job_id}#2", hash_seed=SECOND_SEED, random_seed=SECOND_SEED)
+               for j in jobs.values()]
+    raws = run_jobs(executor, [*jobs.values(), *seconds])
     answers: dict[int, dict[str, tuple[bool, object]]] = {}
+    unstable: set[tuple[int, str]] = set()  # (question, call) whose output changed between two runs
     for qi, by_call in calls.items():
         answers[qi] = {}
         for i, key in enumerate(by_call):
             outputs = []
             for mi in range(len(programs[qi])):
-                raw = raws[f"{qi}/{mi}"]
-                outcome = raw.outcomes[i] if not raw.load_error and not raw.sandbox_error else None
-                outputs.append((outcome is not None and outcome.status == "ok", outcome.value if outcome else None))
+                first, second = (_output(raws[f"{qi}/{mi}{suffix}"], i) for suffix in ("", "#2"))
+                if first[0] != second[0] or (first[0] and _tree_key(first[1]) != _tree_key(second[1])):
+                    unstable.add((qi, key))
+                outputs.append(first)
             answers[qi][key] = consensus_answers(outputs)
     out = {}
     for key, tests in parsed.items():
@@ -95,7 +114,9 @@ def validate_by_consensus(executor, suites: Mapping[str, tuple[Problem, Sequence
                 continue
             seen.add(ck)
             found, answer = answers[qi][ck]
-            if not found:
+            if (qi, ck) in unstable:
+                status.append(NONDETERMINISTIC)
+            elif not found:
                 status.append(ERROR)
             elif test.expected_source is None and Checker().check(test, answer, test.expected)[0]:
                 status.append(VALID)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Hashable, Mapping, Sequence
 
 from codea1.harness.asserts import AssertParseError, parse_assert
-from codea1.harness.execution import batch_timeout, run_jobs
+from codea1.harness.execution import DEFAULT_TIME_FACTOR, run_jobs
 from codea1.harness.judge import judge
 from codea1.harness.parsing import program_from_response
 from codea1.harness.prompts import get_prompt, question_text
@@ -62,22 +62,50 @@ def program(problem: Problem, response: str) -> str:
 
 @dataclass
 class CodeRun:
-    """One program against a list of tests: did it load, which tests passed, and the
-    executor's failure when it gave no verdict at all."""
+    """One program against a list of tests: did it load, each test's status (pass | fail |
+    timeout | not_run), and the executor's failure when it gave no verdict at all."""
 
     loads: bool
-    passes: list[bool]
+    statuses: list[str]
     sandbox_error: str | None = None
+
+    @property
+    def passes(self) -> list[bool]:
+        return [s == "pass" for s in self.statuses]
+
+    def counts(self, start: int, stop: int) -> tuple[int, int, int]:
+        """(passed, failed, not run) among tests ``start:stop``: a timeout is a failure of
+        that test; a test that did not run is neither."""
+        span = self.statuses[start:stop]
+        passed, not_run = span.count("pass"), span.count("not_run")
+        return passed, len(span) - passed - not_run, not_run
+
+
+LOAD_ALLOWANCE = 5.0  # seconds of a job's budget for starting and loading the program
+MIN_CONTINUATION = 1.0  # budget left below which the tests after a timeout are not run
+# Continuations per program: one gives the tests after a single slow test their results; a
+# program that hangs on every input would otherwise spend its whole budget one limit at a
+# time (on the paper-sized step that made execution 11 times slower).
+MAX_CONTINUATIONS = 1
 
 
 def run_codes(executor, runs: Mapping[Hashable, tuple[Problem, str, list[TestCase], list[float]]], bench,
               code_timeout: float, budgets: Mapping[Hashable, float] | None = None) -> dict[Hashable, CodeRun]:
     """Every (problem, program, tests, per-test limits) in one executor batch, no early stop
-    (every test's result counts) but at a program's first timeout (as the authors' sandbox
-    template: one process, one deadline; the tests after it count as not passed); a program gets ``code_timeout`` seconds for all its tests
-    (``budgets[key]`` where given). Identical (program, tests) pairs run once."""
+    (every test's result counts); a program gets ``code_timeout`` seconds for all its tests
+    (``budgets[key]`` where given), and at least a quarter of the sum of their limits (a
+    limit is at least 4 x the reference's time), so that a program as fast as the reference
+    never runs out of budget. Identical (program, tests) pairs run once.
+
+    A timeout is the timed-out test's failure and nothing more: a job stops at its first
+    timeout (the process may be wedged), and the tests after it run in a fresh job, a
+    continuation with what is left of the program's budget (MAX_CONTINUATIONS of them); the
+    tests that no job reaches are "not_run", counted neither passed nor failed (one slow
+    test in one suite must not fail its sibling suites and the Mistake Book's tests)."""
     jobs: dict[str, ExecJob] = {}
     job_of: dict[Hashable, str] = {}
+    budget_of: dict[str, float] = {}
+    problem_of: dict[str, Problem] = {}
     for key, (problem, code, tests, limits) in runs.items():
         if not tests:
             continue
@@ -85,24 +113,61 @@ def run_codes(executor, runs: Mapping[Hashable, tuple[Problem, str, list[TestCas
         job_id = f"{problem.task_id}@{digest}"
         job_of[key] = job_id
         if job_id not in jobs:
-            jobs[job_id] = ExecJob(job_id=job_id, code=code, tests=tests, entry_point=problem.entry_point,
-                                   prelude=problem.prelude, time_limits=limits,
-                                   batch_timeout=min(batch_timeout(limits),
-                                                     (budgets or {}).get(key, code_timeout) + 5.0),
-                                   memory_mb=bench.memory_mb, fail_fast=False, stop_on_timeout=True,
-                                   large_output="value")
-    raws = run_jobs(executor, list(jobs.values()))
+            budget_of[job_id] = max((budgets or {}).get(key, code_timeout), sum(limits) / DEFAULT_TIME_FACTOR)
+            problem_of[job_id] = problem
+            jobs[job_id] = _code_job(job_id, code, problem, tests, limits, budget_of[job_id], bench.memory_mb)
+    statuses = _run_with_continuations(executor, jobs, budget_of, problem_of, bench)
     out = {}
     for key, (problem, code, tests, _) in runs.items():
         if not tests:
-            out[key] = CodeRun(loads=True, passes=[])
-            continue
-        job = jobs[job_of[key]]
-        verdict = judge(problem.task_id, 0, job, raws[job.job_id], bench.checker(problem))
-        if verdict.status == SANDBOX_ERROR:
-            out[key] = CodeRun(loads=True, passes=[False] * len(tests), sandbox_error=verdict.message)
+            out[key] = CodeRun(loads=True, statuses=[])
         else:
-            out[key] = CodeRun(loads=verdict.status != ERROR, passes=[t.status == "pass" for t in verdict.tests])
+            out[key] = statuses[job_of[key]]
+    return out
+
+
+def _code_job(job_id: str, code: str, problem: Problem, tests: list[TestCase], limits: list[float], budget: float,
+              memory_mb: int) -> ExecJob:
+    return ExecJob(job_id=job_id, code=code, tests=tests, entry_point=problem.entry_point, prelude=problem.prelude,
+                   time_limits=limits, batch_timeout=min(budget, sum(limits)) + LOAD_ALLOWANCE, memory_mb=memory_mb,
+                   fail_fast=False, stop_on_timeout=True, large_output="value")
+
+
+def _run_with_continuations(executor, jobs: Mapping[str, ExecJob], budget_of: Mapping[str, float],
+                            problem_of: Mapping[str, Problem], bench) -> dict[str, CodeRun]:
+    """Each job's CodeRun: one executor batch per round, the first with every job, each
+    later one with the continuations of the jobs that timed out in the round before."""
+    out = {job_id: CodeRun(loads=True, statuses=["not_run"] * len(job.tests)) for job_id, job in jobs.items()}
+    offset = dict.fromkeys(jobs, 0)  # index of a job's first test in the job now running
+    used = dict.fromkeys(jobs, 0.0)  # seconds of its budget spent
+    pending = dict(jobs)
+    for _ in range(1 + MAX_CONTINUATIONS):
+        if not pending:
+            break
+        raws = run_jobs(executor, list(pending.values()))
+        following = {}
+        for base, job in pending.items():
+            raw, problem, run, start = raws[job.job_id], problem_of[base], out[base], offset[base]
+            verdict = judge(problem.task_id, 0, job, raw, bench.checker(problem))
+            if verdict.status == SANDBOX_ERROR:
+                run.sandbox_error = verdict.message
+                continue
+            if verdict.status == ERROR:
+                if start == 0:  # a program that does not load fails every test
+                    run.loads, run.statuses = False, ["fail"] * len(run.statuses)
+                continue  # a continuation that does not load: the rest stays not run
+            for i, tv in enumerate(verdict.tests):
+                run.statuses[start + i] = tv.status
+            used[base] += raw.wall_time
+            timed_out = next((i for i, tv in enumerate(verdict.tests) if tv.status == "timeout"), None)
+            left = budget_of[base] - used[base]
+            if timed_out is not None and timed_out + 1 < len(job.tests) and left >= MIN_CONTINUATION:
+                offset[base] = start + timed_out + 1
+                first = jobs[base]
+                following[base] = _code_job(f"{base}+{offset[base]}", first.code, problem,
+                                            first.tests[offset[base]:], first.time_limits[offset[base]:], left,
+                                            first.memory_mb)
+        pending = following
     return out
 
 

@@ -105,12 +105,14 @@ class SelfPlayTrainer(Trainer):
             per_code = []
             for mi in range(M):
                 r = results[(qi, mi)]
+                book_passed, _, book_not_run = r.counts(b0, b1)
                 per_code.append(candidate_rewards(
                     [SuiteResult(requested=K, valid=validated[f"{qi}/{ni}"].count(VALID),
                                  corrected=len(validated[f"{qi}/{ni}"].kept) - validated[f"{qi}/{ni}"].count(VALID),
-                                 kept_passed=sum(r.passes[s0:s1]), kept_failed=(s1 - s0) - sum(r.passes[s0:s1]),
-                                 book_passed=sum(r.passes[b0:b1]), book_total=b1 - b0, code_loads=r.loads,
-                                 response=tests[qi][ni].text) for ni, (s0, s1) in enumerate(suite_spans)],
+                                 **dict(zip(("kept_passed", "kept_failed", "kept_not_run"), r.counts(s0, s1))),
+                                 book_passed=book_passed, book_total=b1 - b0, book_not_run=book_not_run,
+                                 code_loads=r.loads, response=tests[qi][ni].text)
+                     for ni, (s0, s1) in enumerate(suite_spans)],
                     o.alpha, o.reward_variant, o.nonprintable_penalty))
                 parts += per_code[-1].parts
             code_rewards.append([c.code for c in per_code])
@@ -131,9 +133,9 @@ class SelfPlayTrainer(Trainer):
                     r = results[(qi, mi)]
                     if not r.loads or r.sandbox_error:
                         continue
-                    failed = [src for ni, (s0, _) in enumerate(suite_spans)
-                              for j, src in enumerate(validated[f"{qi}/{ni}"].kept_sources) if not r.passes[s0 + j]]
-                    change = self.book.update(q.task_id, failed, [t for t, ok in zip(book[qi], r.passes[b0:b1]) if ok])
+                    new = [(src, r.statuses[s0 + j]) for ni, (s0, _) in enumerate(suite_spans)
+                           for j, src in enumerate(validated[f"{qi}/{ni}"].kept_sources)]
+                    change = self.book.update_from_statuses(q.task_id, new, zip(book[qi], r.statuses[b0:b1]))
                     added += len(change.added)
                     removed += len(change.removed)
             self.book.save(ctx.out / "mistake_book" / f"step-{step + 1:06d}.json")

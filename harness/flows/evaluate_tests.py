@@ -4,13 +4,19 @@ Per task, the first max(k) tests (in generation order) go through three stages, 
 batch through the executor, each with one progress bar:
 
 1. validity (``harness.validity``): every test runs against the reference; it is valid when
-   it executes and its assertion holds (an unparseable assert is an invalid test in its
-   position);
+   it executes and its assertion holds, and holds again in a second run under another hash
+   seed and random state and under the time limit mutants get (else "nondeterministic");
+   an unparseable assert is an invalid test in its position;
 2. coverage: line and branch coverage of the reference function by the first k tests,
    measured with coverage.py inside the sandbox;
 3. mutants: mutants of the reference (``harness.mutation``, cosmic-ray's operators) run
-   against the leading valid tests of eligible tasks; a mutant is killed when a test fails,
-   errors or times out, or when the mutant does not even load.
+   against the leading valid tests of eligible tasks; a mutant is killed when a test fails
+   or errors, or when the mutant does not even load. A mutant's tests get the limits the
+   second validation run gave the reference (``validity.candidate_time_limits``) and the
+   mutant a budget of at least their sum plus load time, so a test that is slow but valid
+   on the reference cannot time out an equally fast mutant. A timeout is no kill: the
+   mutant's ``first_timeout`` is kept, and for k beyond it the mutant counts as neither
+   killed nor completed (its later tests did not run).
 
 Each task is appended to tasks.jsonl as soon as its last mutant lands (a resumed run skips
 it); metrics come from these records through the test-metric plugins.
@@ -34,9 +40,12 @@ from codea1.harness.parsing import extract_tests
 from codea1.harness.progress import stage_bar
 from codea1.harness.records import ExecJob, Problem, TaskRecord, TestCase
 from codea1.harness.run import ExecutingRunConfig, Run, open_run
-from codea1.harness.validity import SuiteCheck, check_suites
+from codea1.harness.validity import SuiteCheck, candidate_time_limits, check_suites
 
 GOLDEN = "golden"
+
+
+MUTANT_LOAD_ALLOWANCE = 5.0  # seconds of a mutant's budget for loading it, beyond its tests' limits
 
 
 class TestsFileError(Codea1Error):
@@ -49,7 +58,7 @@ class TestsFileError(Codea1Error):
 class EvaluateTestsConfig(ExecutingRunConfig):
     tests: str  # a tests file, or "golden"
     k: list[int] = field(default_factory=lambda: [1, 2, 5])
-    mutant_timeout: float = 10.0  # per mutant, all its tests (the reference evaluation's 10 s)
+    mutant_timeout: float = 10.0  # per mutant, all its tests (the reference evaluation's 10 s); at least their limits + 5 s
     test_timeout: float = 5.0  # per test, when validating on the reference
     mut_task_set: str = "per-k"  # or "largest-k": the reference fork's quirk
     coverage: bool = True
@@ -262,13 +271,15 @@ def mutants_stage(run: Run, cfg: EvaluateTestsConfig, staged: dict[str, Staged],
         mutants, s.record.mutants_total = generate_mutants(s.problem.reference)
         s.record.mutated_with = lead
         tests = s.check.tests[:lead]
-        limits = [min(cfg.mutant_timeout, max(1.0, 4 * t)) for t in s.check.times[:lead]]
+        limits = candidate_time_limits(s.check.times[:lead])
+        budget = max(cfg.mutant_timeout, sum(limits) + MUTANT_LOAD_ALLOWANCE)
         for m in mutants:
-            entry = {"id": m.mutant_id, "first_fail": None, "status": "pending", "diff": m.diff(s.problem.reference)}
+            entry = {"id": m.mutant_id, "first_fail": None, "first_timeout": None, "status": "pending",
+                     "diff": m.diff(s.problem.reference)}
             s.record.mutants.append(entry)
             job = ExecJob(job_id=f"mut:{task_id}:{m.mutant_id}", code=m.code, tests=tests,
                           entry_point=s.problem.entry_point, prelude=s.problem.prelude, time_limits=limits,
-                          batch_timeout=cfg.mutant_timeout, memory_mb=run.bench.memory_mb, fail_fast=True)
+                          batch_timeout=budget, memory_mb=run.bench.memory_mb, fail_fast=True)
             jobs[job.job_id] = (task_id, entry, job)
             remaining[task_id] += 1
 
@@ -291,6 +302,8 @@ def mutants_stage(run: Run, cfg: EvaluateTestsConfig, staged: dict[str, Staged],
                 bad = 0  # the mutant did not load: every test fails
             elif verdict.status == "sandbox_error":
                 bad = None  # no verdict: left out of the mutation score
+            elif bad is not None and verdict.tests[bad].status in ("timeout", "not_run"):
+                entry["first_timeout"], bad = bad, None  # no kill: the tests from here on gave no verdict
             entry["first_fail"] = bad
             bar.update(1)
             remaining[task_id] -= 1
@@ -318,8 +331,10 @@ def tests_results(plugins, records: dict[str, TaskRecord], ks: list[int], cfg: E
             "tests": len(r.tests), "valid": r.valid, "invalid_reasons": {str(i): x for i, x in enumerate(r.reasons) if x},
             "mutants": {"positions": r.mutants_total, "unique": len(r.mutants), "ran_against_tests": r.mutated_with,
                         "killed": sum(1 for m in r.mutants if m["first_fail"] is not None),
+                        "timed_out": sum(1 for m in r.mutants if m.get("first_timeout") is not None),
                         "survived": [{"id": m["id"], "diff": m["diff"]} for m in r.mutants
-                                     if m["first_fail"] is None and m["status"] != "sandbox_error"]},
+                                     if m["first_fail"] is None and m.get("first_timeout") is None
+                                     and m["status"] != "sandbox_error"]},
             "coverage": r.coverage,
         }
     return {"command": "evaluate-tests", "benchmark": cfg.benchmark, "k": ks, "metrics": metrics,

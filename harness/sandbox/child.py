@@ -226,9 +226,9 @@ def run(job: dict, channel_fd: int) -> None:
 def _run(job: dict, channel: _Channel) -> None:
     if _PRISTINE_BUILTINS is None:
         prepare()
-    # Every program starts from the same random state: verdicts of programs (and references)
-    # that call random repeat from run to run and from zygote to zygote.
-    random.seed(0)
+    # Every program starts from the job's random state (0 unless validation asks for another
+    # to find tests that depend on it): verdicts repeat from run to run and zygote to zygote.
+    random.seed(job.get("random_seed", 0))
     tests = job["tests"]
     limits = job["time_limits"]
     large_output = job.get("large_output", "value")

@@ -61,8 +61,18 @@ class ZygoteExecutor(Executor):
         if not opts.landlock:
             args.append("--no-landlock")
         self.wrapper = self.prefix()
-        self.pool = ZygotePool(self.workers, prefix=self.wrapper,
-                               preload=[m for m in opts.preload.split(",") if m], zygote_args=args)
+        self._pool_args = dict(prefix=self.wrapper, preload=[m for m in opts.preload.split(",") if m], zygote_args=args)
+        self.pool = ZygotePool(self.workers, **self._pool_args)
+        self._seeded_pools: dict[int, ZygotePool] = {}  # hash seed -> pool, started when a job asks for it
+
+    def pool_for(self, hash_seed: int) -> ZygotePool:
+        """The pool whose zygotes run with PYTHONHASHSEED ``hash_seed``: the default pool for
+        0, else one started on first use (validation's second run) and kept until close."""
+        if hash_seed == self.pool.hash_seed:
+            return self.pool
+        if hash_seed not in self._seeded_pools:
+            self._seeded_pools[hash_seed] = ZygotePool(self.workers, hash_seed=hash_seed, **self._pool_args)
+        return self._seeded_pools[hash_seed]
 
     def prefix(self) -> list[str]:
         """The command that wraps each zygote (e.g. a sandbox tool); empty runs it directly."""
@@ -75,6 +85,13 @@ class ZygoteExecutor(Executor):
         self.pool.start_in_background()
 
     def run(self, jobs: Sequence[ExecJob], early_stop=None) -> Iterator[RawResult]:
+        by_seed: dict[int, list[ExecJob]] = {}
+        for job in jobs:
+            by_seed.setdefault(job.hash_seed, []).append(job)
+        for seed, seed_jobs in by_seed.items():  # one pool at a time: each has all the workers
+            yield from self._run_on(self.pool_for(seed), seed_jobs, early_stop)
+
+    def _run_on(self, pool: ZygotePool, jobs: Sequence[ExecJob], early_stop=None) -> Iterator[RawResult]:
         encode = PayloadEncoder()
         streams: dict[str, RecordStream] = {}  # with early_stop: records parsed as they stream in
 
@@ -85,7 +102,7 @@ class ZygoteExecutor(Executor):
             streams[job.job_id] = RecordStream(job, early_stop)
             return streams[job.job_id]
 
-        for job, (header, result) in self.pool.map_unordered(
+        for job, (header, result) in pool.map_unordered(
                 jobs, encode, lambda job, exc: ({"sandbox_error": f"{type(exc).__name__}: {exc}"}, b""),
                 job_id=lambda job: job.job_id, make_on_chunk=stream_of, group=lambda job: id(job.tests)):
             stream = streams.pop(job.job_id, None)
@@ -99,6 +116,9 @@ class ZygoteExecutor(Executor):
 
     def close(self) -> None:
         self.pool.close()
+        for pool in self._seeded_pools.values():
+            pool.close()
+        self._seeded_pools.clear()
 
 
 def find_binary(executor: str, binary: str, package: str) -> str:

@@ -172,12 +172,15 @@ class ZygotePool:
     (e.g. ``["firejail", "--quiet", ...]``)."""
 
     def __init__(self, workers: int, prefix: Sequence[str] = (), preload: Sequence[str] = DEFAULT_PRELOAD,
-                 zygote_args: Sequence[str] = (), python: str = sys.executable):
+                 zygote_args: Sequence[str] = (), python: str = sys.executable, hash_seed: int = 0):
         self.workers = max(1, int(workers))
+        self.hash_seed = hash_seed
         # A minimal environment: the initial environment block stays readable in
         # /proc/self/environ of every child, so secrets must never reach the zygote at all.
         env = {key: os.environ[key] for key in ("PATH", "LANG", "LC_ALL", "TZ") if key in os.environ}
-        env["PYTHONHASHSEED"] = "0"  # set iteration order, hence output digests, alike in every zygote
+        # Set iteration order, hence output digests, alike in every zygote of the pool (the
+        # seed is fixed when the interpreter starts: another seed needs another pool).
+        env["PYTHONHASHSEED"] = str(int(hash_seed))
         env["PYTHONPATH"] = os.pathsep.join([*package_roots(), *sys.path[1:]])
         self._argv = [*prefix, python, "-m", "codea1.harness.sandbox.zygote", "--preload", ",".join(preload), *zygote_args]
         self._env = env

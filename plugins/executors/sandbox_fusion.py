@@ -72,14 +72,20 @@ class SandboxFusionOptions:
             raise ValueError("retries and backoff must not be negative")
 
 
-def driver_code(zygote_args: list[str]) -> str:
+def driver_code(zygote_args: list[str], hash_seed: int = 0) -> str:
     """The program sent to the service: the zygote and its helpers as source, installed as
-    modules, then the zygote's main reading its one job from stdin."""
+    modules, then the zygote's main reading its one job from stdin. Python fixes its hash
+    seed at start, so the driver first runs itself again (before reading stdin) under
+    PYTHONHASHSEED ``hash_seed`` unless it already has it: the service's own seed is
+    unknown, and validation asks for two seeds."""
     sources = {name: Path(importlib.util.find_spec(name).origin).read_text() for name in BUNDLED_MODULES}
     packages = sorted({name.rsplit(".", i)[0] for name in BUNDLED_MODULES for i in range(1, name.count(".") + 1)},
                       key=len)
     return (
-        "import sys, types\n"
+        "import os, sys, types\n"
+        f"if os.environ.get('PYTHONHASHSEED') != {str(int(hash_seed))!r} and os.path.isfile(sys.argv[0]):\n"
+        f"    os.environ['PYTHONHASHSEED'] = {str(int(hash_seed))!r}\n"
+        "    os.execv(sys.executable, [sys.executable, *sys.argv])\n"
         f"SOURCES = {sources!r}\n"
         f"for pkg in {packages!r}:\n"
         "    mod = types.ModuleType(pkg)\n"
@@ -116,7 +122,8 @@ class SandboxFusionExecutor(Executor):
         if not self.endpoint:
             raise ExecutorUnavailable(f"executor 'sandbox-fusion' needs an endpoint: --executor-opt endpoint=URL "
                                       f"or ${ENDPOINT_ENV}")
-        self.code = driver_code(["--file-mb", str(self.options.file_mb)])
+        self._zygote_args = ["--file-mb", str(self.options.file_mb)]
+        self._drivers = {0: driver_code(self._zygote_args)}  # hash seed -> the program sent
         self.requests_made = 0
         self.retried = 0
         import tenacity
@@ -155,7 +162,9 @@ class SandboxFusionExecutor(Executor):
         nonce = secrets.token_hex(16)
         head, _key, tests_json, _blob = PayloadEncoder()(job)  # the service reads JSON only
         stdin = head[:-1] + f',"nonce":"{nonce}","tests":{tests_json}}}\n'
-        request = RunCodeRequest(code=self.code, language="python", stdin=stdin,
+        if job.hash_seed not in self._drivers:
+            self._drivers[job.hash_seed] = driver_code(self._zygote_args, job.hash_seed)
+        request = RunCodeRequest(code=self._drivers[job.hash_seed], language="python", stdin=stdin,
                                  run_timeout=job.batch_timeout + self.options.run_timeout_slack)
         client_timeout = self.options.client_timeout or job.batch_timeout + 30.0
 

@@ -69,3 +69,13 @@ def test_bad_files_are_named(tmp_path):
         MistakeBook.load(bad)
     with pytest.raises(MistakeBookError, match="no such file|No such file"):
         MistakeBook.load(tmp_path / "missing.json")
+
+
+def test_only_a_wrong_answer_enters_and_only_a_pass_leaves():
+    """Statuses of one candidate: its generated tests a (fail), b (timeout), c (not run); the
+    book's x (pass), y (timeout), z (not run)."""
+    book = MistakeBook({"q": {"x": 1, "y": 1, "z": 1}})
+    change = book.update_from_statuses("q", [("a", "fail"), ("b", "timeout"), ("c", "not_run")],
+                                       [("x", "pass"), ("y", "timeout"), ("z", "not_run")])
+    assert change.added == ["a"] and change.removed == ["x"]
+    assert book.questions["q"] == {"y": 1, "z": 1, "a": 1}

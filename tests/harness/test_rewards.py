@@ -150,3 +150,35 @@ def test_topvar_keeps_the_most_varied_groups():
     assert topvar(groups, 3) == [1, 2, 3]
     assert topvar(groups, 0) == []
     assert topvar(groups, 9) == [0, 1, 2, 3]
+
+
+def test_a_timeout_in_one_suite_leaves_the_others_and_the_book_alone():
+    """K=4. Suite A (4 valid): 2 passed, 1 timed out (a failure), 1 not run after it. Suite B
+    (3 valid, 1 invalid): 3 passed. The book: 2 tests, 1 passed, 1 not run.
+    Test side (over the tests that ran): authors: A: valid_ratio 1, gen_fail 1/4, att_pass
+    1/1, final_attack (1/4 - 0 + 1)/2 = 5/8, R_T 1/2 + 5/16 = 0.8125. B: valid_ratio 3/4,
+    final_attack (0 - 0 + 1)/2 = 1/2, R_T 3/8 + 1/4 = 0.625.
+    Code side (a test not reached is not passed): A: gen 2/4, att 1/2, final_pass 1/2; B:
+    gen 3/3, final_pass (1/2 + 1)/2 = 3/4; R_C 5/8.
+    paper: A: pass_new 2/3, pass_hist 1, R_adv (1 - 2/3 + 1)/2 = 2/3, R_T 1/2 + 1/3 = 5/6;
+    B: R_T 3/8 + 1/4; R_C (1/2 + (2/4 + 3/3)/2)/2 = 5/8."""
+    suites = [SuiteResult(requested=4, valid=4, kept_passed=2, kept_failed=1, kept_not_run=1,
+                          book_passed=1, book_total=2, book_not_run=1),
+              SuiteResult(requested=4, valid=3, kept_passed=3, book_passed=1, book_total=2, book_not_run=1)]
+    authors = candidate_rewards(suites, 0.5, "authors")
+    assert authors.code == pytest.approx(5 / 8)
+    assert authors.tests == pytest.approx([0.8125, 0.625])
+    paper = candidate_rewards(suites, 0.5, "paper")
+    assert paper.code == pytest.approx(5 / 8)
+    assert paper.tests == pytest.approx([5 / 6, 0.625])
+
+
+def test_a_suite_none_of_whose_tests_ran_gets_no_pass_and_no_attack():
+    s = SuiteResult(requested=2, valid=2, kept_not_run=2)
+    r = candidate_rewards([s], 0.5, "authors")
+    assert r.code == 0.0 and r.tests == [0.5]  # validity only
+    assert candidate_rewards([s], 0.5, "paper").tests == [0.5]  # no test ran: no evidence, no attack
+    with pytest.raises(ValueError):
+        SuiteResult(requested=2, valid=2, kept_passed=1, kept_failed=1, kept_not_run=1).check()
+    with pytest.raises(ValueError):
+        SuiteResult(requested=2, valid=2, kept_passed=2, book_passed=2, book_total=2, book_not_run=1).check()

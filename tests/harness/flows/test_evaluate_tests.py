@@ -111,3 +111,30 @@ def test_the_command(tmp_path):
     bad = subprocess.run([*codea1_command(), "evaluate-tests", "--benchmark", "demo", "--tests", str(tmp_path / "none"),
                           "--out", str(tmp_path / "x")], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert bad.returncode == 2 and "--tests" in bad.stderr
+
+
+def test_a_slow_valid_test_kills_no_mutant_by_time(plugins, tmp_path):
+    """A reference that takes 0.8 s a test (limit 4 x 0.8 = 3.2 s each), three tests, and a
+    mutant budget of 1 s asked for (the zygote's deadline, 1 s after it, three such tests
+    overrun: every mutant timed out, and counted killed, before). The mutants get the sum of
+    their limits plus load time instead, so a mutant about as fast as the reference
+    (8 / 10 -> 9 / 10, 8 / 9, 8 // 10) survives; one that sleeps 80 s (8 * 10) times out and
+    is neither killed nor completed."""
+    data = tmp_path / "ult.jsonl"
+    data.write_text(json.dumps({"task_id": "slow/0", "func_name": "f", "test_list": [],
+                                "code": "import time\n\ndef f(x):\n    time.sleep(8 / 10)\n    return x + 1\n"}) + "\n")
+    tests = tmp_path / "tests.jsonl"
+    tests.write_text(json.dumps({"task_id": "slow/0", "tests": ["assert f(1) == 2", "assert f(2) == 3",
+                                                                          "assert f(3) == 4"]}) + "\n")
+    cfg = EvaluateTestsConfig(benchmark="ult", data=str(data), out=str(tmp_path / "run"), tests=str(tests), k=[3],
+                              workers=2, progress=False, coverage=False, mutant_timeout=1.0)
+    results = evaluate_tests(plugins, cfg)
+    task = results["tasks"]["slow/0"]
+    assert task["valid"] == [True, True, True]
+    survived = {m["id"] for m in task["mutants"]["survived"]}
+    assert any(m.startswith("core/NumberReplacer") for m in survived)  # 9 / 10, 8 / 11, ...: as slow as the reference
+    assert task["mutants"]["timed_out"] >= 1  # 8 * 10: 80 s
+    mutants = task["mutants"]
+    assert mutants["killed"] + mutants["timed_out"] + len(survived) == mutants["unique"]
+    completed = mutants["unique"] - mutants["timed_out"]
+    assert results["metrics"]["mut@3"] == pytest.approx(mutants["killed"] / completed)

@@ -116,3 +116,17 @@ def test_against_a_real_sandbox_fusion_service(plugins):
         assert ex.ping()
         assert run_code(ex, GOOD, "assert f(1) == 2", "f")[0].status == PASS
         assert run_code(ex, GOOD, "assert f(1) == 3", "f")[0].status == FAIL
+
+
+def test_a_job_runs_under_the_hash_seed_it_asks_for(plugins, server):
+    """The driver runs itself again under the job's PYTHONHASHSEED (validity's second run
+    needs another seed than the service's process has): seed 0 twice alike, seed 1 not."""
+    from codea1.harness.execution import run_jobs
+    from codea1.harness.records import ExecJob, TestCase
+
+    code = "def g():\n    return hash('codea1')\n"
+    jobs = [ExecJob(job_id=name, code=code, tests=[TestCase(id="t", call="g()")], entry_point="g", time_limits=[5.0],
+                    hash_seed=seed) for name, seed in (("a", 0), ("b", 0), ("c", 1))]
+    with make(plugins, server) as ex:
+        out = {k: r.outcomes[0].value for k, r in run_jobs(ex, jobs).items()}
+    assert out["a"] == out["b"] != out["c"]

@@ -75,3 +75,19 @@ def test_a_program_reads_only_its_own_job(plugins, name, tmp_path):
         verdict, raw = run_code(ex, code, f"assert f(0) == {[None] * len(targets)!r}", "f")
         assert verdict.status == PASS, raw.outcomes[0].value
         assert run_code(ex, good, "assert f(1) == 2", "f")[0].status == PASS
+
+
+@pytest.mark.parametrize("name,binary", WRAPPERS)
+def test_validity_finds_a_hash_order_test_nondeterministic(plugins, name, binary):
+    """The seeded second pool (validity's second run) starts inside the wrapper too."""
+    if shutil.which(binary) is None:
+        pytest.skip(f"{binary} is not installed (apt-get install {name})")
+    from codea1.harness.records import Problem
+    from codea1.harness.validity import check_suites
+
+    problem = Problem(task_id="h", prompt="", entry_point="f",
+                      reference="def f():\n    return list({'alpha', 'beta', 'gamma', 'delta', 'epsilon'})\n")
+    with plugins.executors.create(name, {}, workers=1) as ex:
+        check = check_suites(ex, {"s": (problem, ["assert f() == []", "assert sorted(f())[0] == 'alpha'"])},
+                             recheck_outputs=True)["s"]
+    assert check.valid == [False, True] and check.nondeterministic == {0}

@@ -123,3 +123,16 @@ def test_published_mul_is_pass5_times_mut5_over_100():
         assert abs(mul(pass5, mut5) - published) <= 0.01 + 1e-9, (label, pass5, mut5, published, mul(pass5, mut5))
     figures = {(p, m): v for _, p, m, v in rows}
     assert figures[(27.05, 26.41)] == 7.14 and figures[(37.15, 53.14)] == 19.74
+
+
+def test_a_mutant_that_only_timed_out_is_neither_killed_nor_completed():
+    """Four mutants, tests valid at 0..2: killed by test 0; timed out at test 1 (no test
+    failed before); timed out at test 2; survived. k=1: the timeouts lie beyond test 0, so
+    all four completed, one killed: 1/4. k=2: the test-1 timeout is left out: 1/3. k=3:
+    both timeouts left out: 1/2."""
+    timed_out_1, timed_out_2 = ({**mutant(None, status="timeout"), "first_timeout": i} for i in (1, 2))
+    records = {"A": TaskRecord("A", ["t"] * 3, [T, T, T], [""] * 3,
+                               mutants=[mutant(0), timed_out_1, timed_out_2, mutant(None)])}
+    assert [mut_at_k(records, k).value for k in (1, 2, 3)] == pytest.approx([1 / 4, 1 / 3, 1 / 2])
+    only_timeouts = {"A": TaskRecord("A", ["t"], [T], [""], mutants=[{**mutant(None), "first_timeout": 0}])}
+    assert mut_at_k(only_timeouts, 1).value is None

@@ -1,0 +1,59 @@
+"""One program against several suites and the Mistake Book (``run_codes``): a timeout fails
+only the test that timed out; the tests after it run in a continuation job; those the
+program's budget does not reach are not_run. Real zygotes."""
+
+from __future__ import annotations
+
+from codea1.harness.records import Problem, TestCase
+from codea1.trainers.rollouts import CodeRun, run_codes
+
+PROBLEM = Problem(task_id="slow", prompt="", entry_point="f", reference="")
+# Hangs on 0; right (x + 1) on every other input but 5, where it is wrong.
+PROGRAM = "def f(x):\n    while x == 0:\n        pass\n    return x + 1 if x != 5 else 0\n"
+
+
+def calls(*inputs):
+    return [TestCase(id=f"t{i}", call=f"f({x})", op="==", expected=x + 1) for i, x in enumerate(inputs)]
+
+
+def test_tests_after_a_timeout_keep_their_real_results(executor, plugins):
+    bench = plugins.benchmarks.create("demo")
+    # Suite A: 1, 0 (hangs), 2; suite B: 5 (wrong), 3; the book: 4.
+    tests = calls(1, 0, 2, 5, 3, 4)
+    runs = {"p": (PROBLEM, PROGRAM, tests, [1.0] * len(tests))}
+    run = run_codes(executor, runs, bench, code_timeout=10.0)["p"]
+    assert run.statuses == ["pass", "timeout", "pass", "fail", "pass", "pass"]
+    assert run.loads and run.sandbox_error is None
+    assert run.counts(0, 3) == (2, 1, 0)  # the timed-out test is the suite's one failure
+    assert run.counts(3, 5) == (1, 1, 0) and run.counts(5, 6) == (1, 0, 0)
+
+
+def test_tests_beyond_the_budget_are_not_run_never_failed(executor, plugins):
+    """Limits 1 s and 0.5 s, 0.5 s of budget (more than a quarter of the limits' sum): the
+    hang spends at least 1 s, and less than a continuation's minimum (1 s) is left: the
+    second test is not run, and not failed."""
+    bench = plugins.benchmarks.create("demo")
+    runs = {"p": (PROBLEM, PROGRAM, calls(0, 1), [1.0, 0.5])}
+    run = run_codes(executor, runs, bench, code_timeout=0.5)["p"]
+    assert run.statuses == ["timeout", "not_run"]
+    assert run.counts(0, 2) == (0, 1, 1)
+
+
+def test_one_continuation_per_program(executor, plugins):
+    """A program that hangs again in its continuation gets no third job (MAX_CONTINUATIONS
+    is 1): a program that hangs on every input costs two limits, not its whole budget."""
+    bench = plugins.benchmarks.create("demo")
+    run = run_codes(executor, {"p": (PROBLEM, PROGRAM, calls(0, 0, 1), [1.0] * 3)}, bench, code_timeout=10.0)["p"]
+    assert run.statuses == ["timeout", "timeout", "not_run"]
+
+
+def test_a_program_that_does_not_load_fails_every_test(executor, plugins):
+    bench = plugins.benchmarks.create("demo")
+    run = run_codes(executor, {"p": (PROBLEM, "def f(x) return", calls(1, 2), [1.0, 1.0])}, bench, 10.0)["p"]
+    assert not run.loads and run.statuses == ["fail", "fail"]
+
+
+def test_counts():
+    run = CodeRun(loads=True, statuses=["pass", "timeout", "not_run", "fail", "pass"])
+    assert run.passes == [True, False, False, False, True]
+    assert run.counts(0, 5) == (2, 2, 1)
