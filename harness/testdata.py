@@ -141,7 +141,7 @@ def _call_name(func: ast.expr) -> str:
     return text if len(text) <= 60 else text[:60] + "..."
 
 
-_NODE_NAMES = {ast.Attribute: "attribute access", ast.Lambda: "a lambda", ast.NamedExpr: "an assignment expression",
+_NODE_NAMES = {ast.Lambda: "a lambda", ast.NamedExpr: "an assignment expression",
                ast.Await: "await", ast.Yield: "yield", ast.YieldFrom: "yield", ast.FormattedValue: "an f-string with code",
                ast.JoinedStr: "an f-string with code", ast.Starred: "a starred expression here"}
 
@@ -273,6 +273,9 @@ class _Evaluator:
         if not isinstance(node.value, _PLAIN_SCALARS):
             raise NotData(f"not data: {node.value!r}")
         return self.made(node.value)
+
+    def _Attribute(self, node: ast.Attribute) -> Any:
+        raise NotData(f"not data: attribute access .{node.attr}")
 
     def _JoinedStr(self, node: ast.JoinedStr) -> str:
         if not all(isinstance(v, ast.Constant) for v in node.values):
