@@ -150,8 +150,8 @@ def _unwrap(node: ast.expr, entry_point: str, source: str) -> tuple[ast.Call, li
             steps.append(["call", node.func.id, args, kwargs])
             node = node.args[0]
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and _calls(node.func.value, entry_point):
-            if node.func.attr.startswith("_"):
-                raise AssertParseError(f"not data: calls the private or special method {node.func.attr}", source)
+            if node.func.attr.startswith("__"):
+                raise AssertParseError(f"not data: calls the special method {node.func.attr}", source)
             args, kwargs = _call_arguments(node, source)
             steps.append(["method", node.func.attr, args, kwargs])
             node = node.func.value
@@ -161,8 +161,8 @@ def _unwrap(node: ast.expr, entry_point: str, source: str) -> tuple[ast.Call, li
             steps.append(["apply", args, kwargs])
             node = node.func
         elif isinstance(node, ast.Attribute) and _calls(node.value, entry_point):
-            if node.attr.startswith("_"):
-                raise AssertParseError(f"not data: the private or special attribute {node.attr}", source)
+            if node.attr.startswith("__"):
+                raise AssertParseError(f"not data: the special attribute {node.attr}", source)
             steps.append(["attr", node.attr])
             node = node.value
         elif isinstance(node, ast.Subscript) and _calls(node.value, entry_point):

@@ -225,7 +225,7 @@ _GENERATORS = (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorTyp
 def _member(value, name: str):
     """An attribute a test's wrapper reads: not one that inspects code (a generator's frame,
     a function's globals), which would make a test about the program's text."""
-    if name.startswith("_") or isinstance(value, _INTROSPECTION) \
+    if name.startswith("__") or isinstance(value, _INTROSPECTION) \
             or (isinstance(value, _GENERATORS) and name not in ("send", "throw", "close")):
         raise AttributeError(f"a test may not read {name!r} of a {type(value).__name__}")
     return getattr(value, name)
