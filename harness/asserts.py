@@ -25,7 +25,8 @@ marks them ``judged="in-process"``: their call expression runs as code in the pr
 process. Training never accepts them.
 
 ``parse_legacy_assert`` is the former parser, for golden tests of benchmarks (written by
-people, not by the model under training): ``assert CALL <op> EXPECTED`` for ==, !=, <, <=,
+people, not by the model under training; ``parse_assert(..., golden=True)`` uses it for
+what is outside the paper's form): ``assert CALL <op> EXPECTED`` for ==, !=, <, <=,
 >, >=, in, not in, ``is`` / ``is not`` against None, True or False; mirrored forms;
 ``assert CALL`` (op "truthy") and ``assert not CALL`` ("falsy"). EXPECTED is data (the
 restricted evaluator) or else an expression evaluated in the sandbox *before* the program
@@ -185,18 +186,20 @@ def _unwrap(node: ast.expr, entry_point: str, source: str) -> tuple[ast.Call, li
 
 
 def parse_assert(source: str, entry_point: str | None = None, test_id: str = "assert", *,
-                 allow_other_forms: bool = False) -> TestCase:
+                 allow_other_forms: bool = False, golden: bool = False) -> TestCase:
     """Parse one assert statement in the paper's form (see the module's docstring). Raises
     AssertParseError with the reason when refused. With ``allow_other_forms``, an assert
     outside the form is parsed as ``parse_legacy_assert`` does and marked
-    ``judged="in-process"``."""
+    ``judged="in-process"``. With ``golden`` (a benchmark's own tests, written by people:
+    never a generated test), it is parsed as ``parse_legacy_assert`` does, unmarked."""
     try:
         return parse_data_assert(source, entry_point, test_id)
     except AssertParseError:
-        if not allow_other_forms:
+        if not (allow_other_forms or golden):
             raise
     test = parse_legacy_assert(source, entry_point, test_id)
-    test.judged = "in-process"
+    if not golden:
+        test.judged = "in-process"
     return test
 
 
@@ -268,7 +271,7 @@ def parse_legacy_assert(source: str, entry_point: str | None = None, test_id: st
 
 
 def parse_asserts(text: str, entry_point: str | None = None, id_prefix: str = "assert", *,
-                  allow_other_forms: bool = False) -> tuple[list[TestCase], list[Rejected]]:
+                  allow_other_forms: bool = False, golden: bool = False) -> tuple[list[TestCase], list[Rejected]]:
     """Parse every assert in ``text`` in order (``parse_assert``); other statements are
     rejected with a reason.
 
@@ -289,7 +292,7 @@ def parse_asserts(text: str, entry_point: str | None = None, id_prefix: str = "a
             continue
         try:
             tests.append(parse_assert(stmt, entry_point, f"{id_prefix}/{len(tests)}",
-                                      allow_other_forms=allow_other_forms))
+                                      allow_other_forms=allow_other_forms, golden=golden))
         except AssertParseError as exc:
             rejected.append(Rejected(stmt, exc.reason, lineno))
     return tests, rejected

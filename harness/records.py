@@ -269,6 +269,9 @@ class TaskRecord(_Record):
     mutated_with: int = 0  # how many leading tests the mutants ran against
     coverage: dict[str, dict] = field(default_factory=dict)  # str(k) -> {"line": f, "branch": f or None}
     tests_hash: str = ""
+    # Positions of call tests outside the paper's form, run in the program's process
+    # (evaluate-tests --allow-other-forms only).
+    in_process: list[int] = field(default_factory=list)
 
     def leading_valid(self) -> int:
         n = 0
