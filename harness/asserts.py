@@ -150,7 +150,8 @@ def _unwrap(node: ast.expr, entry_point: str, source: str) -> tuple[ast.Call, li
             args, kwargs = _call_arguments(extra, source)
             steps.append(["call", node.func.id, args, kwargs])
             node = node.args[0]
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and _calls(node.func.value, entry_point):
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and _calls(node.func.value, entry_point):
             if node.func.attr.startswith("__"):
                 raise AssertParseError(f"not data: calls the special method {node.func.attr}", source)
             args, kwargs = _call_arguments(node, source)

@@ -25,7 +25,6 @@ nesting of the expression (``MAX_DEPTH``). A refused expression is refused quick
 from __future__ import annotations
 
 import ast
-import itertools
 import operator
 import re
 from typing import Any, Callable
@@ -141,9 +140,9 @@ def _call_name(func: ast.expr) -> str:
     return text if len(text) <= 60 else text[:60] + "..."
 
 
-_NODE_NAMES = {ast.Lambda: "a lambda", ast.NamedExpr: "an assignment expression",
-               ast.Await: "await", ast.Yield: "yield", ast.YieldFrom: "yield", ast.FormattedValue: "an f-string with code",
-               ast.JoinedStr: "an f-string with code", ast.Starred: "a starred expression here"}
+_NODE_NAMES = {ast.Lambda: "a lambda", ast.NamedExpr: "an assignment expression", ast.Await: "await",
+               ast.Yield: "yield", ast.YieldFrom: "yield", ast.FormattedValue: "an f-string with code",
+               ast.Starred: "a starred expression here"}
 
 _BIN = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
         ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow, ast.LShift: operator.lshift,
@@ -402,7 +401,8 @@ class _Evaluator:
         if type(container) not in (str, bytes, list, tuple, dict, range):
             raise NotData(f"not data: a subscript of a {type(container).__name__}")
         if isinstance(node.slice, ast.Slice):
-            parts = [None if p is None else self.value(p) for p in (node.slice.lower, node.slice.upper, node.slice.step)]
+            bounds = (node.slice.lower, node.slice.upper, node.slice.step)
+            parts = [None if p is None else self.value(p) for p in bounds]
             if not all(p is None or type(p) in (int, bool) for p in parts):
                 raise NotData("not data: a slice bound that is not an integer")
             key: Any = slice(*parts)
@@ -603,7 +603,7 @@ def _sorted(ev, x, reverse=False):
 
 
 def _len(ev, x):
-    if not isinstance(x, (str, bytes, list, tuple, set, frozenset, dict, range)):
+    if type(x) is _Generated or not isinstance(x, (str, bytes, list, tuple, set, frozenset, dict, range)):
         raise NotData(f"raises TypeError: len() of a {type(x).__name__}")
     return len(x)
 

@@ -96,8 +96,9 @@ def _fast_text(value) -> str | None:
 def decode_tests(tests: list) -> list:
     """A job's tests as a child runs them, from their JSON form (execution.encoded_tests):
     each call test's ``args`` (``kwargs``, ``wrap``) tree decoded once into its value,
-    ``args_value`` (``kwargs_value``, ``wrap_value``; the tree is dropped). In place; returns ``tests``. The zygote does it once per problem; the parent
-    does it to cache the result as marshal bytes, which the zygote then loads instead."""
+    ``args_value`` (``kwargs_value``, ``wrap_value``; the tree is dropped). In place; returns
+    ``tests``. The zygote does it once per problem; the parent does it to cache the result
+    as marshal bytes, which the zygote then loads instead."""
     for test in tests:
         if test.get("args") is not None:
             test["args_value"] = plaindata.from_tree(test.pop("args"))

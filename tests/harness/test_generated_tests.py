@@ -61,12 +61,13 @@ def test_the_old_behaviour_only_on_request_and_marked_in_process(executor):
     assert [t.judged for t in check.tests] == ["in-process", "parent"]
 
 
+COUNTER = "from collections import Counter\ndef f(s):\n    return Counter(s)\n"
 # (program, assert): each judged by the executor on a data test, and by plain Python.
 WRAPPED = [
-    ("from collections import Counter\ndef f(s):\n    return Counter(s)\n", "assert f('abca') == {'a': 2, 'b': 1, 'c': 1}"),
-    ("from collections import Counter\ndef f(s):\n    return Counter(s)\n", "assert f('abca').most_common(1) == [('a', 2)]"),
-    ("from collections import Counter\ndef f(s):\n    return Counter(s)\n", "assert f('abca')['z'] == 0"),
-    ("from collections import Counter\ndef f(s):\n    return Counter(s)\n", "assert f('ab') == {'a': 1}"),
+    (COUNTER, "assert f('abca') == {'a': 2, 'b': 1, 'c': 1}"),
+    (COUNTER, "assert f('abca').most_common(1) == [('a', 2)]"),
+    (COUNTER, "assert f('abca')['z'] == 0"),
+    (COUNTER, "assert f('ab') == {'a': 1}"),
     ("from collections import defaultdict\ndef f(n):\n    d = defaultdict(list)\n    d[n].append(1)\n    return d\n",
      "assert f(3) == {3: [1]}"),
     ("from collections import defaultdict\ndef f(n):\n    d = defaultdict(list)\n    d[n].append(1)\n    return d\n",
