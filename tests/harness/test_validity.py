@@ -65,3 +65,13 @@ def test_an_answer_without_a_literal_form_is_dropped_not_corrected(executor):
     problem = Problem(task_id="nan", prompt="", entry_point="f", reference="def f(x):\n    return float('nan')\n")
     out = validate_for_training(executor, {"s": (problem, ["assert f(1) == 0.0"])}, requested=1)["s"]
     assert out.status == [WRONG] and out.kept == []
+
+
+def test_a_wrong_answer_of_a_wrapped_data_test_is_corrected_in_its_own_words(executor):
+    out = validate_for_training(executor, {"s": (PROBLEM, ["assert 5 == len(list(squares(4)))",
+                                                           "assert sorted(squares(3), reverse=True) == [4, 1, 0]"])},
+                                requested=2)["s"]
+    assert out.status == [WRONG, VALID]
+    assert out.kept_sources == ["assert len(list(squares(4))) == 4", "assert sorted(squares(3), reverse=True) == [4, 1, 0]"]
+    assert (out.kept[0].args, out.kept[0].wrap, out.kept[0].expected) == (
+        [4], [["call", "list", [], {}], ["call", "len", [], {}]], 4)
