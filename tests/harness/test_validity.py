@@ -72,6 +72,7 @@ def test_a_wrong_answer_of_a_wrapped_data_test_is_corrected_in_its_own_words(exe
                                                            "assert sorted(squares(3), reverse=True) == [4, 1, 0]"])},
                                 requested=2)["s"]
     assert out.status == [WRONG, VALID]
-    assert out.kept_sources == ["assert len(list(squares(4))) == 4", "assert sorted(squares(3), reverse=True) == [4, 1, 0]"]
+    assert out.kept_sources == ["assert len(list(squares(4))) == 4",
+                                "assert sorted(squares(3), reverse=True) == [4, 1, 0]"]
     assert (out.kept[0].args, out.kept[0].wrap, out.kept[0].expected) == (
         [4], [["call", "list", [], {}], ["call", "len", [], {}]], 4)
