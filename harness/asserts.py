@@ -132,7 +132,30 @@ def _call_arguments(call: ast.Call, source: str) -> tuple[list, dict]:
             kwargs.update(value)
         else:
             kwargs[kw.arg] = _data(kw.value, "argument", source)
+    if _shares_a_mutable_part([args, kwargs]):
+        raise AssertParseError("argument: the same list, dict or set appears twice (as in [[0] * 3] * 3): "
+                               "its copy in the sandbox would not be shared; write the parts out", source)
     return args, kwargs
+
+
+def _shares_a_mutable_part(value) -> bool:
+    """Does a mutable container occur twice in ``value``? Arguments reach the function as
+    copies made from plain data, where no part is shared: a function that mutates one row
+    of ``[[0] * 3] * 3`` would see what plain Python does not."""
+    seen: set[int] = set()
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        t = type(v)
+        if t in (list, dict, set):
+            if id(v) in seen:
+                return True
+            seen.add(id(v))
+        if t is dict:
+            stack.extend(v.values())
+        elif t in (list, tuple, set, frozenset):
+            stack.extend(v)
+    return False
 
 
 def _is_entry_call(node: ast.expr, entry_point: str) -> bool:

@@ -13,6 +13,8 @@ from codea1.harness.asserts import AssertParseError, parse_assert, parse_asserts
     ("assert f(x=1) == {'a': (1, 2)}", [], {"x": 1}, None, {"a": (1, 2)}),
     ("assert f(*[1, 2], **{'k': 3}) == -1", [1, 2], {"k": 3}, None, -1),
     ("assert f([i * i for i in range(4)]) == float('inf')", [[0, 1, 4, 9]], None, None, float("inf")),
+    ("assert f([[0] * 2 for _ in range(2)], ('a',) * 2) == [[1] * 2] * 2", [[[0, 0], [0, 0]], ("a", "a")], None, None,
+     [[1, 1], [1, 1]]),
     ("assert f('ab' * 2, {1, 2}) == sorted([3, 1, 2])", ["abab", {1, 2}], None, None, [1, 2, 3]),
     ("assert len(f(1)) == 2", [1], None, [["call", "len", [], {}]], 2),
     ("assert list(f(3)) == [0, 1, 4]", [3], None, [["call", "list", [], {}]], [0, 1, 4]),
@@ -66,6 +68,7 @@ def test_the_papers_form_becomes_data(src, args, kwargs, wrap, expected):
     ("assert g(f(1)) == 2", "a wrapper other than"),
     ("assert f(1) == range(3)", "answer: not data: the value holds a range object"),
     ("assert f(1) == 1 / 0", "answer: raises ZeroDivisionError"),
+    ("assert f([[0] * 3] * 3) == 1", "argument: the same list, dict or set appears twice"),
 ])
 def test_refusals_carry_a_reason(src, reason):
     with pytest.raises(AssertParseError) as err:
