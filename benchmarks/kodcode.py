@@ -107,7 +107,7 @@ def _plain_asserts(node: ast.stmt, solution: set[str]) -> list[TestCase] | None:
         if not free & solution or not free <= solution | BUILTINS:
             return None  # uses a name of the test module (a helper, a constant, an import)
         try:
-            tests.append(parse_assert(ast.unparse(statement)))
+            tests.append(parse_assert(ast.unparse(statement), golden=True))
         except AssertParseError:
             return None
     return tests

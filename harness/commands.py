@@ -206,6 +206,11 @@ class EvaluateTestsCommand(Command):
         p.add_argument("--no-coverage", action="store_true", help="skip the coverage stage")
         p.add_argument("--suite", type=int, default=0,
                        help="which suite of a task to score when the tests file holds several (default 0, the first)")
+        p.add_argument("--allow-other-forms", action="store_true",
+                       help="also run asserts outside the paper's form (assert f(args) == answer): operators other "
+                            "than ==, bare truthy asserts, data that is code, as before and marked in-process "
+                            "(results.json counts them: tests_in_process); for comparability with a benchmark's own "
+                            "harness. Training never accepts them")
         run_dir_flags(p)
 
     def run(self, plugins, args):
@@ -216,7 +221,8 @@ class EvaluateTestsCommand(Command):
         )
 
         cfg = EvaluateTestsConfig(**common(args), tests=args.tests, k=args.k, mutant_timeout=args.mutant_timeout,
-                                  mut_task_set=args.mut_task_set, coverage=not args.no_coverage, suite=args.suite)
+                                  mut_task_set=args.mut_task_set, coverage=not args.no_coverage, suite=args.suite,
+                                  allow_other_forms=args.allow_other_forms)
         r = evaluate_tests(plugins, cfg)
         print(f"benchmark {r['benchmark']}  tasks {r['counts']['tasks']}  tests {args.tests}")
         print_metrics(r["metrics"], r["metric_notes"], width=22)

@@ -96,6 +96,10 @@ def _test_tree(test: TestCase) -> dict:
     if test.kind == "call":
         if test.args is not None:
             tree["args"] = plaindata.to_tree(list(test.args))
+            if test.kwargs:
+                tree["kwargs"] = plaindata.to_tree(dict(test.kwargs))
+            if test.wrap:
+                tree["wrap"] = plaindata.to_tree(list(test.wrap))
         else:
             tree["call"] = test.call
         if test.expected_source:

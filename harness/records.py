@@ -49,10 +49,18 @@ class TestCase(_Record):
     """One golden or generated test.
 
     kind "call": the value of ``call`` (a Python expression that invokes the code under test)
-    or of ``entry_point(*args)`` (``args`` as plain data) is compared by the harness, in the
-    trusted parent, with ``expected`` using ``op``. ``expected_source`` holds the expected side
-    when it is an expression rather than a literal; executors evaluate it before the code under
-    test is loaded, so the code cannot influence it.
+    or of ``entry_point(*args, **kwargs)`` (``args`` and ``kwargs`` as plain data) is compared
+    by the harness, in the trusted parent, with ``expected`` using ``op``. ``wrap`` (with
+    ``args`` only) is a list of steps the sandbox applies, in order, to the real object the
+    entry point returned, before the value comes back as plain data (generated tests:
+    ``harness.asserts``): ``["call", builtin, args, kwargs]`` (the value is the builtin's first
+    argument: ``list``, ``next``, ``len``, ``round``...; ``asserts.WRAP_CALLS``),
+    ``["attr", name]``, ``["item", key]``, ``["slice", start, stop, step]``,
+    ``["method", name, args, kwargs]``, ``["apply", args, kwargs]`` (the value called).
+    ``expected_source`` holds the expected side when it
+    is an expression rather than data (golden tests parsed by ``asserts.parse_legacy_assert``
+    only); executors evaluate it before the code under test is loaded, so the code cannot
+    influence it.
 
     kind "script": ``script`` is test code (``framework`` "unittest": a TestCases class run in
     the solution's module, as BigCodeBench does; "pytest": a test module that imports from
@@ -69,6 +77,8 @@ class TestCase(_Record):
     kind: str = "call"
     call: str | None = None
     args: list | None = None
+    kwargs: dict | None = None
+    wrap: list | None = None
     op: str = "=="
     expected: Any = None
     expected_source: str | None = None
@@ -87,6 +97,8 @@ class TestCase(_Record):
             raise ValueError(f"test {self.id}: kind must be 'call' or 'script', not {self.kind!r}")
         if self.kind == "call" and (self.call is None) == (self.args is None):
             raise ValueError(f"test {self.id}: a call test needs exactly one of 'call' and 'args'")
+        if (self.kwargs is not None or self.wrap is not None) and self.args is None:
+            raise ValueError(f"test {self.id}: 'kwargs' and 'wrap' go with 'args'")
         if self.op not in COMPARISON_OPS:
             raise ValueError(f"test {self.id}: unsupported operator {self.op!r}")
 
@@ -268,6 +280,9 @@ class TaskRecord(_Record):
     mutated_with: int = 0  # how many leading tests the mutants ran against
     coverage: dict[str, dict] = field(default_factory=dict)  # str(k) -> {"line": f, "branch": f or None}
     tests_hash: str = ""
+    # Positions of call tests outside the paper's form, run in the program's process
+    # (evaluate-tests --allow-other-forms only).
+    in_process: list[int] = field(default_factory=list)
 
     def leading_valid(self) -> int:
         n = 0

@@ -22,7 +22,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from codea1.harness.asserts import AssertParseError, parse_assert
+from codea1.harness.asserts import AssertParseError, _calls, parse_assert
 from codea1.harness.execution import DEFAULT_MIN_TIME_LIMIT, DEFAULT_TIME_FACTOR, time_limits
 from codea1.harness.records import Problem, TestCase
 from codea1.harness.reference import ReferenceRun, run_references
@@ -59,12 +59,15 @@ class SuiteCheck:
         return self.reference.value(self.usable()[position]) if self.reference else None
 
 
-def parse_suite(problem: Problem, sources: Sequence[str]) -> tuple[list[TestCase | None], list[str]]:
-    """Each assert as a test, in order; an unusable one is None with its reason."""
+def parse_suite(problem: Problem, sources: Sequence[str], *, allow_other_forms: bool = False
+                ) -> tuple[list[TestCase | None], list[str]]:
+    """Each assert as a test, in order; an unusable one is None with its reason. Only the
+    paper's form (``asserts.parse_assert``) unless ``allow_other_forms``: then the rest is
+    parsed as before and marked ``judged="in-process"``."""
     parsed, reasons = [], []
     for i, src in enumerate(sources):
         try:
-            parsed.append(parse_assert(src, problem.entry_point, f"test/{i}"))
+            parsed.append(parse_assert(src, problem.entry_point, f"test/{i}", allow_other_forms=allow_other_forms))
             reasons.append("")
         except AssertParseError as exc:
             parsed.append(None)
@@ -72,12 +75,29 @@ def parse_suite(problem: Problem, sources: Sequence[str]) -> tuple[list[TestCase
     return parsed, reasons
 
 
+def _outside_form(test: TestCase, problem: Problem) -> str:
+    """Why a golden call test parsed outside the paper's form (judged in-process) is not
+    usable by default ("" for any other test)."""
+    if test.kind != "call" or test.judged != "in-process":
+        return ""
+    try:
+        parse_assert(test.source or "", problem.entry_point)
+    except AssertParseError as exc:
+        return f"not a usable assert: {exc.reason}"
+    return ""
+
+
 def check_suites(executor, suites: Mapping[str, tuple[Problem, Sequence[str | TestCase]]], *,
                  memory_mb: int = 4096, expected_from_reference: Callable[[Problem], bool] = lambda p: False,
-                 progress: bool = False, stage: str = "validity", recheck_outputs: bool = False
+                 progress: bool = False, stage: str = "validity", recheck_outputs: bool = False,
+                 allow_other_forms: bool = False
                  ) -> dict[str, SuiteCheck]:
     """Check every suite (key -> its problem and tests: assert strings, or TestCases as
     golden tests are) against its problem's reference, in one executor batch.
+
+    Asserts must be in the paper's form (``asserts.parse_assert``), golden call tests too
+    when their loader marked them in-process; ``allow_other_forms`` (evaluate-tests' option,
+    never training) runs the rest as before, marked ``judged="in-process"``.
 
     ``expected_from_reference(problem)`` is True for tests that carry no expected values
     (HumanEval+'s golden inputs): there the reference only has to answer them.
@@ -89,9 +109,10 @@ def check_suites(executor, suites: Mapping[str, tuple[Problem, Sequence[str | Te
     to_run: list[Problem] = []
     for key, (problem, tests) in suites.items():
         if all(isinstance(t, TestCase) for t in tests):
-            parsed, reasons = list(tests), [""] * len(tests)
+            reasons = ["" if allow_other_forms else _outside_form(t, problem) for t in tests]
+            parsed = [None if reason else t for t, reason in zip(tests, reasons)]
         else:
-            parsed, reasons = parse_suite(problem, [str(t) for t in tests])
+            parsed, reasons = parse_suite(problem, [str(t) for t in tests], allow_other_forms=allow_other_forms)
         checks[key] = SuiteCheck(parsed, [False] * len(parsed), reasons, [0.0] * len(parsed))
         usable = [t for t in parsed if t is not None]
         if usable:  # the suite runs as a problem of its own: its key is the job's task id
@@ -192,17 +213,20 @@ class ValidatedSuite:
 
 
 def call_key(test: TestCase) -> str:
-    """What makes two tests the same call: the call expression up to spacing and quotes."""
+    """What makes two tests the same call: the call expression up to spacing and quotes (a
+    data test: its arguments and wrapper)."""
     import ast
 
-    source = test.call if test.call is not None else repr(test.args)
+    if test.call is None:
+        return repr((test.args, test.kwargs, test.wrap))
+    source = test.call
     try:
         return ast.dump(ast.parse(source, mode="eval"))
     except SyntaxError:
         return source
 
 
-def corrected(test: TestCase, value: Any) -> tuple[TestCase, str] | None:
+def corrected(test: TestCase, value: Any, entry_point: str | None = None) -> tuple[TestCase, str] | None:
     """The test with the reference's answer: ``assert CALL == <value>``; None when the value
     has no literal form (an opaque object, a NaN) to write into an assert."""
     import ast
@@ -213,8 +237,21 @@ def corrected(test: TestCase, value: Any) -> tuple[TestCase, str] | None:
             return None
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return None
-    source = f"assert {test.call} == {text}"
+    source = f"assert {call_source(test, entry_point)} == {text}"
     return dataclasses.replace(test, op="==", expected=value, expected_source=None, source=source), source
+
+
+def call_source(test: TestCase, entry_point: str | None) -> str:
+    """The call side of a test's assert, as written (a data test keeps its source; its call
+    side is the one that calls ``entry_point``)."""
+    import ast
+
+    if test.call is not None:
+        return test.call
+    node = ast.parse(test.source or "").body[0].test
+    left, right = node.left, node.comparators[0]
+    side = right if entry_point and _calls(right, entry_point) else left
+    return ast.get_source_segment(test.source, side) or ast.unparse(side)
 
 
 def validate_for_training(executor, suites: Mapping[str, tuple[Problem, Sequence[str]]], requested: int, *,
@@ -254,7 +291,7 @@ def validate_for_training(executor, suites: Mapping[str, tuple[Problem, Sequence
             elif check.valid[i]:
                 verdicts[(task, src)] = (VALID, test, test.source or src, check.times[i])
             elif check.reference is not None and check.usable().get(i) in check.reference.values:
-                fixed = corrected(test, check.reference_value(i))  # it ran: a wrong answer
+                fixed = corrected(test, check.reference_value(i), problems[task].entry_point)  # it ran: a wrong answer
                 verdicts[(task, src)] = (WRONG, *(fixed or (None, "")), check.times[i])
             else:
                 verdicts[(task, src)] = (ERROR, None, "", 0.0)

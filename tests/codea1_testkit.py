@@ -10,7 +10,7 @@ from codea1.harness.records import ExecJob, Verdict
 
 def run_code(executor, code: str, asserts: str, entry_point: str | None = None, limit: float = 2.0,
              fail_fast: bool = True, batch: float | None = None, memory_mb: int = 1024) -> tuple[Verdict, object]:
-    tests, rejected = parse_asserts(asserts, entry_point)
+    tests, rejected = parse_asserts(asserts, entry_point, allow_other_forms=True)  # the executor's both paths
     assert not rejected, rejected
     job = ExecJob(job_id="t", code=code, tests=tests, entry_point=entry_point, time_limits=[limit] * len(tests),
                   batch_timeout=batch if batch is not None else limit * len(tests) + 3, memory_mb=memory_mb,

@@ -79,7 +79,8 @@ def validate_by_consensus(executor, suites: Mapping[str, tuple[Problem, Sequence
     problems = {int(key.split("/")[0]): problem for key, (problem, _) in suites.items()}
     jobs = {}
     for qi, by_call in calls.items():
-        tests = [TestCase(id=f"c{i}", call=t.call, op="==", expected=None) for i, t in enumerate(by_call.values())]
+        tests = [dataclasses.replace(t, id=f"c{i}", op="==", expected=None, expected_source=None)
+                 for i, t in enumerate(by_call.values())]
         for mi, code in enumerate(programs[qi]):
             jobs[f"{qi}/{mi}"] = ExecJob(job_id=f"{qi}/{mi}", code=code, tests=tests, entry_point=problems[qi].entry_point,
                                          prelude=problems[qi].prelude, time_limits=[2.0] * len(tests),
@@ -124,7 +125,7 @@ def validate_by_consensus(executor, suites: Mapping[str, tuple[Problem, Sequence
                 sources.append(test.source or "")
             else:
                 status.append(WRONG)
-                fixed = corrected(test, answer)
+                fixed = corrected(test, answer, problems[qi].entry_point)
                 if fixed is not None:
                     kept.append(fixed[0])
                     sources.append(fixed[1])

@@ -26,7 +26,8 @@ class DemoBenchmark(Benchmark):
     def load(self) -> list[Problem]:
         problems = []
         for spec in PROBLEMS:
-            tests, rejected = parse_asserts("\n".join(spec["tests"]), spec["entry_point"], "assert")
+            tests, rejected = parse_asserts("\n".join(spec["tests"]), spec["entry_point"], "assert",
+                                             golden=True)
             if rejected:
                 raise BenchmarkError(f"{__file__}: {spec['task_id']}: field 'tests': {rejected[0].reason}")
             problems.append(Problem(task_id=spec["task_id"], prompt=spec["prompt"], entry_point=spec["entry_point"],

@@ -63,10 +63,13 @@ class EvaluateTestsConfig(ExecutingRunConfig):
     mut_task_set: str = "per-k"  # or "largest-k": the reference fork's quirk
     coverage: bool = True
     suite: int = 0  # which suite of a task, when the tests file holds several (rows with "index")
+    # Asserts outside the paper's form run as before, marked in-process (never for training).
+    allow_other_forms: bool = False
 
     COMMAND = "evaluate-tests"
     ROWS = "tasks.jsonl"
-    IDENTITY = ("benchmark", "tests", "data", "benchmark_options", "mutant_timeout", "test_timeout", "suite")
+    IDENTITY = ("benchmark", "tests", "data", "benchmark_options", "mutant_timeout", "test_timeout", "suite",
+                "allow_other_forms")
 
 
 @dataclass
@@ -206,12 +209,15 @@ def validity_stage(run: Run, cfg: EvaluateTestsConfig, chosen: dict[str, list[st
         tests = problem.tests[:len(chosen[task_id])] if cfg.tests == GOLDEN else chosen[task_id]
         suites[task_id] = (problem, tests)
     checks = check_suites(run.executor, suites, memory_mb=run.bench.memory_mb, progress=cfg.progress,
-                          expected_from_reference=lambda p: expected_from_reference(run, cfg, p))
+                          expected_from_reference=lambda p: expected_from_reference(run, cfg, p),
+                          allow_other_forms=cfg.allow_other_forms)
     staged = {}
     for task_id, h in todo:
         check = checks[task_id]
         record = TaskRecord(task_id=task_id, tests=chosen[task_id], valid=list(check.valid),
-                            reasons=list(check.reasons), tests_hash=h)
+                            reasons=list(check.reasons), tests_hash=h,
+                            in_process=[i for i, t in enumerate(check.tests)
+                                        if t is not None and t.kind == "call" and t.judged == "in-process"])
         staged[task_id] = Staged(run.problems[task_id], record, check)
     timing["validity_s"] = time.perf_counter() - t0
     return staged
@@ -336,9 +342,11 @@ def tests_results(plugins, records: dict[str, TaskRecord], ks: list[int], cfg: E
                                      if m["first_fail"] is None and m.get("first_timeout") is None
                                      and m["status"] != "sandbox_error"]},
             "coverage": r.coverage,
+            "in_process": r.in_process,
         }
     return {"command": "evaluate-tests", "benchmark": cfg.benchmark, "k": ks, "metrics": metrics,
-            "metric_notes": notes, "tasks": per_task, "counts": {"tasks": len(records)}}
+            "metric_notes": notes, "tasks": per_task,
+            "counts": {"tasks": len(records), "tests_in_process": sum(len(r.in_process) for r in records.values())}}
 
 
 COVERAGE_HELPER = '''

@@ -98,12 +98,16 @@ def _fast_text(value) -> str | None:
 
 def decode_tests(tests: list) -> list:
     """A job's tests as a child runs them, from their JSON form (execution.encoded_tests):
-    each call test's ``args`` tree decoded once into its value, ``args_value`` (the tree is
-    dropped). In place; returns ``tests``. The zygote does it once per problem; the parent
-    does it to cache the result as marshal bytes, which the zygote then loads instead."""
+    each call test's ``args`` (``kwargs``, ``wrap``) tree decoded once into its value,
+    ``args_value`` (``kwargs_value``, ``wrap_value``; the tree is dropped). In place; returns
+    ``tests``. The zygote does it once per problem; the parent does it to cache the result
+    as marshal bytes, which the zygote then loads instead."""
     for test in tests:
         if test.get("args") is not None:
             test["args_value"] = plaindata.from_tree(test.pop("args"))
+        for field in ("kwargs", "wrap"):
+            if field in test:
+                test[field + "_value"] = plaindata.from_tree(test.pop(field))
     return tests
 
 
@@ -211,6 +215,50 @@ def _evaluate_call(call: str, namespace: dict, items: bool):
     return value
 
 
+# Builtins a test's wrapper may apply to the call's result (harness.asserts.WRAP_CALLS).
+_WRAP_CALLS = frozenset(("list", "tuple", "set", "frozenset", "dict", "sorted", "next", "iter", "len", "str", "repr",
+                         "int", "float", "bool", "abs", "round", "sum", "min", "max", "reversed", "enumerate", "any",
+                         "all"))
+
+
+_INTROSPECTION = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, types.ModuleType, types.CodeType,
+                  types.FrameType, types.TracebackType)
+_GENERATORS = (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)
+
+
+def _member(value, name: str):
+    """An attribute a test's wrapper reads: not one that inspects code (a generator's frame,
+    a function's globals), which would make a test about the program's text."""
+    if name.startswith("__") or isinstance(value, _INTROSPECTION) \
+            or (isinstance(value, _GENERATORS) and name not in ("send", "throw", "close")):
+        raise AttributeError(f"a test may not read {name!r} of a {type(value).__name__}")
+    return getattr(value, name)
+
+
+def _call_entry(entry, args, kwargs, wrap):
+    """The entry point's result with the test's wrapper steps applied to the real object
+    (data sent by the parent, never source text), so a Counter, a namedtuple or a generator
+    behaves as in plain Python; the builtins are the ones no program has touched."""
+    value = entry(*args, **kwargs)
+    for step in wrap:
+        kind = step[0]
+        if kind == "call" and step[1] in _WRAP_CALLS:
+            value = _PRISTINE_BUILTINS[step[1]](value, *step[2], **step[3])
+        elif kind == "attr":
+            value = _member(value, step[1])
+        elif kind == "item":
+            value = value[step[1]]
+        elif kind == "slice":
+            value = value[step[1]:step[2]:step[3]]
+        elif kind == "method":
+            value = _member(value, step[1])(*step[2], **step[3])
+        elif kind == "apply":
+            value = value(*step[1], **step[2])
+        else:
+            raise ValueError(f"unknown wrapper step {step[:2]!r}")
+    return value
+
+
 def run(job: dict, channel_fd: int) -> None:
     channel = _Channel(channel_fd)
     try:
@@ -309,7 +357,12 @@ def _run(job: dict, channel: _Channel) -> None:
                 # The zygote decodes args once per problem (decode_tests); this process is a
                 # fork, so what the program does to them stays here.
                 args = test["args_value"] if "args_value" in test else plaindata.from_tree(test["args"])
-                value, took = _timed(limits[i], entry, *args)
+                if "kwargs_value" in test or "wrap_value" in test or "kwargs" in test or "wrap" in test:
+                    kwargs = test.get("kwargs_value") or plaindata.from_tree(test.get("kwargs", {"d": []}))
+                    wrap = test.get("wrap_value") or plaindata.from_tree(test.get("wrap", []))
+                    value, took = _timed(limits[i], _call_entry, entry, args, kwargs, wrap)
+                else:
+                    value, took = _timed(limits[i], entry, *args)
             else:
                 value, took = _timed(limits[i], _evaluate_call, test["call"], namespace, test.get("items", False))
             try:

@@ -33,7 +33,7 @@ def test_positions_reasons_and_reference_values(executor):
     assert a.reasons[1].startswith("fails on the reference: got 4, expected == 5")
     assert a.reasons[2].startswith("not a usable assert: syntax error")
     assert "IndexError" in a.reasons[4]
-    assert a.tests[2] is None and a.tests[3].call == "next(squares(1))"
+    assert a.tests[2] is None and (a.tests[3].args, a.tests[3].wrap) == ([1], [["call", "next", [], {}]])
     assert a.reference_value(1) == 4  # what a corrected test would expect
     assert all(t >= 0.0 for t in a.times) and a.times[2] == 0.0
     assert checks["b"].valid == [True]
@@ -51,17 +51,28 @@ def test_training_validation_classifies_corrects_and_keeps(executor):
              "assert sq(3) == 10",         # wrong answer: corrected to 9 and kept
              "assert sq(2) == 5",          # the same call as test 0: duplicate
              "assert sq('a') == 1",        # raises on the reference
-             "assert sq(4) >= 16",         # valid, its own operator kept
+             "assert sq(4) >= 16",         # not the paper's form (an operator other than ==)
              "assert sq(",                 # does not parse
-             "assert sq(5) != 25"]         # wrong answer (an operator other than ==): corrected to == 25
+             "assert 25 == sq(5)"]         # valid: the mirrored form
     out = validate_for_training(executor, {"s": (problem, suite)}, requested=8)["s"]
-    assert out.status == [VALID, WRONG, DUPLICATE, ERROR, VALID, UNPARSED, WRONG, MISSING]
-    assert out.kept_sources == ["assert sq(2) == 4", "assert sq(3) == 9", "assert sq(4) >= 16", "assert sq(5) == 25"]
-    assert [t.op for t in out.kept] == ["==", "==", ">=", "=="] and out.kept[1].expected == 9
-    assert out.count(VALID) == 2 and out.count(WRONG) == 2
+    assert out.status == [VALID, WRONG, DUPLICATE, ERROR, UNPARSED, UNPARSED, VALID, MISSING]
+    assert out.kept_sources == ["assert sq(2) == 4", "assert sq(3) == 9", "assert 25 == sq(5)"]
+    assert [t.op for t in out.kept] == ["==", "==", "=="] and out.kept[1].expected == 9
+    assert out.count(VALID) == 2 and out.count(WRONG) == 1
 
 
 def test_an_answer_without_a_literal_form_is_dropped_not_corrected(executor):
     problem = Problem(task_id="nan", prompt="", entry_point="f", reference="def f(x):\n    return float('nan')\n")
     out = validate_for_training(executor, {"s": (problem, ["assert f(1) == 0.0"])}, requested=1)["s"]
     assert out.status == [WRONG] and out.kept == []
+
+
+def test_a_wrong_answer_of_a_wrapped_data_test_is_corrected_in_its_own_words(executor):
+    out = validate_for_training(executor, {"s": (PROBLEM, ["assert 5 == len(list(squares(4)))",
+                                                           "assert sorted(squares(3), reverse=True) == [4, 1, 0]"])},
+                                requested=2)["s"]
+    assert out.status == [WRONG, VALID]
+    assert out.kept_sources == ["assert len(list(squares(4))) == 4",
+                                "assert sorted(squares(3), reverse=True) == [4, 1, 0]"]
+    assert (out.kept[0].args, out.kept[0].wrap, out.kept[0].expected) == (
+        [4], [["call", "list", [], {}], ["call", "len", [], {}]], 4)

@@ -56,8 +56,8 @@ def test_generated_tests_are_scored(plugins, tmp_path):
         {"task_id": "demo/2", "tests": ["assert fizzbuzz(3) == ['1', '2', 'Fizz']", "assert fizzbuzz(0) == []",
                                         "assert fizzbuzz(1) == ['2']", "print(1)", "assert fizzbuzz(5)[-1] == 'Buzz'"]},
         # demo/1 is_palindrome, from a raw completion: first test invalid
-        {"task_id": "demo/1", "completion": "```python\nassert is_palindrome('ab') is True\n"
-                                            "assert is_palindrome('aba') is True\n```"},
+        {"task_id": "demo/1", "completion": "```python\nassert is_palindrome('ab') == True\n"
+                                            "assert is_palindrome('aba') == True\n```"},
     ]
     tests.write_text("".join(json.dumps(r) + "\n" for r in rows))
     results = run(plugins, tmp_path, str(tests), ks=(1, 2, 5))
@@ -88,6 +88,23 @@ def test_generated_tests_are_scored(plugins, tmp_path):
     lost = json.loads(rows[1])
     third = run(plugins, tmp_path, str(tests), ks=(1, 2, 5))
     assert third["metrics"] == m and third["timing"]["mutants_executed"] == len(lost["mutants"])
+
+
+def test_other_forms_are_invalid_unless_allowed_then_counted_in_process(plugins, tmp_path):
+    tests = tmp_path / "tests.jsonl"
+    tests.write_text(json.dumps({"task_id": "demo/1", "tests": [
+        "assert is_palindrome('aba') is True", "assert is_palindrome('aba') == True",
+        "assert is_palindrome(open('solution.py').read()) == False"]}) + "\n")
+    strict = run(plugins, tmp_path / "strict", str(tests), ks=(1, 3), coverage=False)
+    task = strict["tasks"]["demo/1"]
+    assert task["valid"] == [False, True, False] and task["in_process"] == []
+    assert "the operator is: the paper's form" in task["invalid_reasons"]["0"]
+    assert "argument: not data: calls open" in task["invalid_reasons"]["2"]
+    assert strict["counts"]["tests_in_process"] == 0
+    allowed = run(plugins, tmp_path / "allowed", str(tests), ks=(1, 3), coverage=False, allow_other_forms=True)
+    task = allowed["tasks"]["demo/1"]
+    assert task["valid"][:2] == [True, True] and task["in_process"] == [0, 2]
+    assert allowed["counts"]["tests_in_process"] == 2
 
 
 def test_golden_tests_are_the_ceiling(plugins, tmp_path):
