@@ -30,7 +30,7 @@ import pytest
 from codea1.harness.execution import batch_timeout, run_jobs, time_limits
 from codea1.harness.asserts import parse_assert
 from codea1.harness.judge import RECHECK, judge
-from codea1.harness.records import ExecJob, Problem, TestCase
+from codea1.harness.records import TIMEOUT, ExecJob, Problem, TestCase
 
 EXECUTOR_BINARIES = {"subprocess": None, "firejail": "firejail", "bubblewrap": "bwrap"}
 ROOT = Path(__file__).resolve().parents[2]
@@ -709,7 +709,10 @@ def program_cases(decoys: Decoys) -> list[ProgramCase]:
         ProgramCase("call-reference-cache", "d", "call", CACHE_LOOKUP),
         ProgramCase("call-mistake-book-of-run-directory", "d", "call", MISTAKE_BOOK_LOOKUP),
         # (f) anything else: verdicts other than pass that escape a fail
-        ProgramCase("call-claims-timeout", "f", "call", ADD_WRONG + FORGE + "_forge(3, 1, status='timeout')\n"),
+        # A claimed timeout is a failure the program owns (the test reward never counts it as a
+        # kill, and the tests after it run in a fresh process): it escapes nothing.
+        ProgramCase("call-claims-timeout", "f", "call", ADD_WRONG + FORGE + "_forge(3, 1, status='timeout')\n",
+                    expected=(*FAIL_LIKE, TIMEOUT)),
         ProgramCase("call-claims-not-run", "f", "call", ADD_WRONG + FORGE + "_forge(3, 0)\n"),
         ProgramCase("call-digest-record", "f", "call", ADD_WRONG + FORGE + r'''
 _os.write(3, b'{"load":"ok"}\n{"i":0,"s":"ok","t":0.0,"h":"%s"}\n{"done":true}\n' % (b"0" * 64))
