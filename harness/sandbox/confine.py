@@ -15,8 +15,10 @@ import os
 import platform
 import resource
 import struct
+import sys
+import sysconfig
 import tempfile
-from typing import Callable
+from typing import Callable, Sequence
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -172,17 +174,86 @@ def _fs_rights(abi: int) -> int:
     return rights
 
 
-def restrict_filesystem(writable: str, block_tcp: bool) -> dict:
-    """Landlock the calling process: read and execute anywhere, write only beneath
-    ``writable`` (and to /dev/null); with ABI >= 4 no TCP bind/connect when ``block_tcp``;
-    with ABI >= 6 no signals to processes outside the sandbox (the zygote, the harness) and
-    no abstract unix sockets out of it. Landlock also refuses ptrace-style access (e.g.
-    /proc/PID/fd of the zygote) to processes outside the domain.
+# System paths a program may read (those that exist): libraries, the locale, time zone,
+# certificate and font data the interpreter and common packages load, CPU counts. /proc is
+# left out but for two files about the machine: a process's files there (cmdline, cwd,
+# environ) would show where the harness and its data live.
+SYSTEM_READ = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/sys/devices/system/cpu",
+               "/proc/cpuinfo", "/proc/meminfo")
+ETC_READ = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone", "ssl", "pki", "ca-certificates",
+            "fonts", "nsswitch.conf", "host.conf", "hosts", "resolv.conf", "gai.conf", "protocols", "services",
+            "mime.types", "locale.alias", "os-release", "matplotlibrc", "alternatives")
+DEVICES_WRITE = ("/dev/null", "/dev/zero", "/dev/full")
+DEVICES_READ = ("/dev/urandom", "/dev/random")
+
+
+def _is_within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def python_read_paths() -> list[str]:
+    """What the interpreter and the packages it can import are read from: the standard
+    library (both prefixes), the interpreter's directory, and every sys.path entry that is a
+    site-packages or dist-packages directory, a zip archive, or lies in the standard library.
+    Other sys.path entries (the current directory, a project checkout on the path) are left
+    out: modules already imported before the fork need no file."""
+    paths = {os.path.dirname(os.path.realpath(sys.executable))}
+    for scheme_vars in ({"base": sys.base_prefix, "platbase": sys.base_exec_prefix},
+                        {"base": sys.prefix, "platbase": sys.exec_prefix}):
+        paths.update(sysconfig.get_paths(vars=scheme_vars)[k] for k in ("stdlib", "platstdlib"))
+    stdlib = sorted(paths)
+    for entry in sys.path:
+        if not entry:
+            continue
+        name = os.path.basename(entry.rstrip("/"))
+        if name in ("site-packages", "dist-packages") or entry.endswith((".zip", ".egg", ".whl")) \
+                or any(_is_within(entry, root) for root in stdlib):
+            paths.add(entry)
+    return sorted(paths)
+
+
+def read_paths(forbidden: Sequence[str], extra: Sequence[str] = ()) -> list[str]:
+    """Every path a sandboxed program may read, real paths, none inside another: the system
+    ones (``SYSTEM_READ``, ``ETC_READ``), ``python_read_paths()`` and ``extra``. None is or
+    holds one of ``forbidden`` (a checkout, a home directory, a working directory): a system
+    path that holds one (a checkout in /usr/src) is replaced by its entries but the one that
+    leads there; any other such path is left out."""
+    banned = sorted({os.path.realpath(p) for p in forbidden if p})
+    allowed: set[str] = set()
+
+    def add(path: str, split: bool) -> None:
+        if not any(_is_within(b, path) for b in banned):
+            allowed.add(path)
+        elif split and path not in banned:
+            try:
+                entries = os.listdir(path)
+            except OSError:
+                return
+            for entry in entries:
+                add(os.path.realpath(os.path.join(path, entry)), split)
+
+    system = [*SYSTEM_READ, *(os.path.join("/etc", name) for name in ETC_READ)]
+    for paths, split in ((system, True), ([*python_read_paths(), *extra], False)):
+        for path in paths:
+            if os.path.exists(path):
+                add(os.path.realpath(path), split)
+    ordered = sorted(allowed)
+    return [p for i, p in enumerate(ordered) if not any(_is_within(p, q) for q in ordered[:i])]
+
+
+def restrict_filesystem(writable: str, block_tcp: bool, readable: Sequence[tuple[str, int, int]] = ()) -> dict:
+    """Landlock the calling process: read (and execute) only beneath the paths of
+    ``readable`` (``read_rules``), read and write beneath ``writable``, read and write the
+    harmless devices (``DEVICES_WRITE``) and read ``DEVICES_READ``; with ABI >= 4 no TCP
+    bind/connect when ``block_tcp``; with ABI >= 6 no signals to processes outside the
+    sandbox (the zygote, the harness) and no abstract unix sockets out of it. Landlock also
+    refuses ptrace-style access (e.g. /proc/PID/fd of the zygote) to processes outside the
+    domain. (Landlock does not govern stat: a path's existence and size stay visible.)
 
     Returns what was enforced; raises OSError when the kernel refuses. The same in two steps,
     ``landlock_ruleset`` and ``enforce_ruleset``, lets a fork server build the rules before
     it forks."""
-    ruleset, report = landlock_ruleset(writable, block_tcp)
+    ruleset, report = landlock_ruleset(writable, block_tcp, readable)
     try:
         enforce_ruleset(ruleset)
     finally:
@@ -190,7 +261,29 @@ def restrict_filesystem(writable: str, block_tcp: bool) -> dict:
     return report
 
 
-def landlock_ruleset(writable: str, block_tcp: bool) -> tuple[int, dict]:
+_READ_DIR_RIGHTS = _FS_EXECUTE | _FS_READ_FILE | _FS_READ_DIR
+_READ_FILE_RIGHTS = _FS_EXECUTE | _FS_READ_FILE
+_DEVICE_RIGHTS = _FS_READ_FILE | _FS_WRITE_FILE | _FS_TRUNCATE | _FS_IOCTL_DEV
+
+
+def read_rules(paths: Sequence[str]) -> list[tuple[str, int, int]]:
+    """``(path, descriptor, rights)`` for Landlock rules that let a program read ``paths``
+    (those that exist), the devices included. The descriptors (O_PATH) are opened once and
+    kept by the caller, a fork server, for every ruleset it builds: per job only the rules
+    are added. A forked child closes them with the rest of its descriptors."""
+    rules = []
+    for path, writable in [*((p, False) for p in paths), *((d, True) for d in DEVICES_WRITE),
+                           *((d, False) for d in DEVICES_READ)]:
+        try:
+            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        except OSError:
+            continue
+        rights = _DEVICE_RIGHTS if writable else _READ_DIR_RIGHTS if os.path.isdir(path) else _READ_FILE_RIGHTS
+        rules.append((path, fd, rights))
+    return rules
+
+
+def landlock_ruleset(writable: str, block_tcp: bool, readable: Sequence[tuple[str, int, int]] = ()) -> tuple[int, dict]:
     """(descriptor, report) of the ruleset ``restrict_filesystem`` enforces, built but not
     enforced: the zygote builds it before it forks, and the child only enforces it
     (``enforce_ruleset``). Built in the child, its ctypes calls wrote to about 70 pages the
@@ -207,22 +300,26 @@ def landlock_ruleset(writable: str, block_tcp: bool) -> tuple[int, dict]:
     ruleset = _libc.syscall(create, ctypes.c_char_p(attr), ctypes.c_size_t(len(attr)), ctypes.c_uint32(0))
     if ruleset < 0:
         raise OSError(ctypes.get_errno(), "landlock_create_ruleset failed")
+
+    def add(path: str, fd: int, rights: int) -> None:
+        rule = struct.pack("=Qi", rights & fs, fd)
+        if _libc.syscall(add_rule, ctypes.c_int(ruleset), ctypes.c_int(_LANDLOCK_RULE_PATH_BENEATH),
+                         ctypes.c_char_p(rule), ctypes.c_uint32(0)) != 0:
+            raise OSError(ctypes.get_errno(), f"landlock_add_rule({path}) failed")
+
     try:
-        file_rights = _FS_READ_FILE | _FS_WRITE_FILE | (fs & (_FS_TRUNCATE | _FS_IOCTL_DEV))
-        for path, rights in (("/", _FS_EXECUTE | _FS_READ_FILE | _FS_READ_DIR), (writable, fs),
-                             ("/dev/null", file_rights)):
-            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-            try:
-                rule = struct.pack("=Qi", rights, fd)
-                if _libc.syscall(add_rule, ctypes.c_int(ruleset), ctypes.c_int(_LANDLOCK_RULE_PATH_BENEATH),
-                                 ctypes.c_char_p(rule), ctypes.c_uint32(0)) != 0:
-                    raise OSError(ctypes.get_errno(), f"landlock_add_rule({path}) failed")
-            finally:
-                os.close(fd)
+        for path, fd, rights in readable:
+            add(path, fd, rights)
+        fd = os.open(writable, os.O_PATH | os.O_CLOEXEC)
+        try:
+            add(writable, fd, fs)
+        finally:
+            os.close(fd)
     except BaseException:
         os.close(ruleset)
         raise
-    return ruleset, {"landlock_abi": abi, "tcp_blocked": bool(net), "signals_scoped": bool(scoped)}
+    return ruleset, {"landlock_abi": abi, "tcp_blocked": bool(net), "signals_scoped": bool(scoped),
+                     "reads_confined": True}
 
 
 def enforce_ruleset(ruleset: int) -> None:
@@ -259,7 +356,7 @@ def probe_landlock() -> dict:
     """What restrict_filesystem enforces here ({} when refused), checked in a throwaway child."""
     import ast
 
-    report = in_child(lambda: repr(restrict_filesystem(tempfile.gettempdir(), block_tcp=True)))
+    report = in_child(lambda: repr(restrict_filesystem(tempfile.gettempdir(), block_tcp=True, readable=read_rules([]))))
     return ast.literal_eval(report) if report else {}
 
 
