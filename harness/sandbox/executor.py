@@ -40,6 +40,9 @@ from codea1.harness.sandbox.pool import DEFAULT_PRELOAD, ZygotePool, package_roo
 
 # What a program must not be able to read, each a key of info()["reads"]["guarantees"].
 READ_GUARANTEES = ("benchmark_data", "run_directory", "home", "checkout", "other_jobs", "other_processes")
+# Those a wrapper's limited view gives without Landlock: it still holds codea1's code folders,
+# the zygote's own /proc entry and its earlier jobs' directories should one not be removed.
+OUT_OF_VIEW = ("benchmark_data", "run_directory", "home")
 
 
 @dataclass
@@ -83,7 +86,7 @@ class ZygoteExecutor(Executor):
         return []
 
     # True where prefix() shows the zygote only zygote_paths() (and a private /tmp): then
-    # even without Landlock a program cannot read data, runs or homes.
+    # even without Landlock a program cannot read data, runs or homes (OUT_OF_VIEW).
     view_limited = False
 
     def extra_reads(self) -> list[str]:
@@ -106,14 +109,7 @@ class ZygoteExecutor(Executor):
             "enforced_by": enforced,
             "proc": "/proc/cpuinfo and /proc/meminfo only" if landlocked else
                     "the zygote's and its children's entries" if self.view_limited else "every process's entries",
-            "guarantees": {
-                "benchmark_data": landlocked or self.view_limited,
-                "run_directory": landlocked or self.view_limited,
-                "home": landlocked or self.view_limited,
-                "checkout": landlocked,  # a limited view still holds codea1's code folders
-                "other_jobs": landlocked,
-                "other_processes": landlocked,
-            },
+            "guarantees": {name: landlocked or (self.view_limited and name in OUT_OF_VIEW) for name in READ_GUARANTEES},
         }
 
     def start_in_background(self) -> None:

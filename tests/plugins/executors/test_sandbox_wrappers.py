@@ -1,5 +1,6 @@
-"""What firejail and bubblewrap add over the subprocess executor: the home directory and
-/tmp are hidden, and a missing binary is a clear error, never a silent fallback."""
+"""What firejail and bubblewrap add over the subprocess executor: the home directory, /tmp
+and data are out of the zygote's view even without Landlock, and a missing binary is a
+clear error, never a silent fallback."""
 
 from __future__ import annotations
 
@@ -23,11 +24,18 @@ def test_a_missing_binary_fails_the_selection(plugins, monkeypatch, tmp_path, na
         plugins.executors.create(name, {})
 
 
+@pytest.mark.parametrize("landlock", ["true", "false"])
 @pytest.mark.parametrize("name,binary", WRAPPERS)
-def test_home_and_tmp_files_are_hidden(plugins, name, binary):
+def test_home_tmp_and_data_files_are_hidden_even_without_landlock(plugins, name, binary, landlock):
+    """The wrapper's own view holds only the zygote's paths: with Landlock off (or absent)
+    a program still cannot read the home directory, /tmp or a data directory; the subprocess
+    executor hides them only by Landlock."""
     if shutil.which(binary) is None:
         pytest.skip(f"{binary} is not installed (apt-get install {name})")
-    secrets = [Path.home() / f".codea1-secret-{uuid.uuid4().hex[:8]}", Path("/tmp") / f"codea1-secret-{uuid.uuid4().hex[:8]}"]
+    data = Path.cwd() / f".codea1-data-{uuid.uuid4().hex[:8]}"  # a data directory beside the checkout's sources
+    secrets = [Path.home() / f".codea1-secret-{uuid.uuid4().hex[:8]}", Path("/tmp") / f"codea1-secret-{uuid.uuid4().hex[:8]}",
+               data / "problems.jsonl"]
+    data.mkdir()
     for path in secrets:
         path.write_text("hunter2")
     code = ("def f(x):\n    seen = []\n"
@@ -35,14 +43,18 @@ def test_home_and_tmp_files_are_hidden(plugins, name, binary):
             "        try:\n            seen.append(open(path).read())\n        except OSError:\n            seen.append(None)\n"
             "    return seen\n")
     try:
-        plain = plugins.executors.create("subprocess", {}, workers=1)
-        wrapped = plugins.executors.create(name, {}, workers=1)
+        plain = plugins.executors.create("subprocess", {"landlock": landlock}, workers=1)
+        wrapped = plugins.executors.create(name, {"landlock": landlock}, workers=1)
         with plain, wrapped:
-            # The subprocess executor reads anything the user can (Landlock restricts writes only).
-            assert run_code(plain, code, "assert f(0) == ['hunter2', 'hunter2']", "f")[0].status == PASS
-            verdict, _ = run_code(wrapped, code, "assert f(0) == [None, None]", "f")
+            confined = plain.info()["reads"]["guarantees"]["benchmark_data"]
+            assert confined == (landlock == "true" and bool(plain.info()["landlock"] != "none"))
+            expected = [None] * 3 if confined else ["hunter2"] * 3
+            assert run_code(plain, code, f"assert f(0) == {expected!r}", "f")[0].status == PASS
+            verdict, _ = run_code(wrapped, code, "assert f(0) == [None, None, None]", "f")
             assert verdict.status == PASS, verdict.message
+            assert wrapped.info()["reads"]["guarantees"]["benchmark_data"]
             assert run_code(wrapped, "def f(x):\n    return x + 1\n", "assert f(1) == 3", "f")[0].status == FAIL
     finally:
         for path in secrets:
             path.unlink()
+        data.rmdir()
