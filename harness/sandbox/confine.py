@@ -175,14 +175,14 @@ def _fs_rights(abi: int) -> int:
 
 
 # System paths a program may read (those that exist): libraries, the locale, time zone,
-# certificate and font data the interpreter and common packages load, CPU counts. /proc is
+# certificate and font data the interpreter and common packages load, user names, CPU counts. /proc is
 # left out but for two files about the machine: a process's files there (cmdline, cwd,
 # environ) would show where the harness and its data live.
 SYSTEM_READ = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/sys/devices/system/cpu",
                "/proc/cpuinfo", "/proc/meminfo")
 ETC_READ = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone", "ssl", "pki", "ca-certificates",
-            "fonts", "nsswitch.conf", "host.conf", "hosts", "resolv.conf", "gai.conf", "protocols", "services",
-            "mime.types", "locale.alias", "os-release", "matplotlibrc", "alternatives")
+            "fonts", "nsswitch.conf", "passwd", "group", "host.conf", "hosts", "resolv.conf", "gai.conf", "protocols",
+            "services", "mime.types", "locale.alias", "os-release", "matplotlibrc", "alternatives")  # passwd: getpass
 DEVICES_WRITE = ("/dev/null", "/dev/zero", "/dev/full")
 DEVICES_READ = ("/dev/urandom", "/dev/random")
 

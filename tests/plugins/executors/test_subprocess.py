@@ -11,6 +11,7 @@ import pytest
 from codea1_testkit import run_code
 
 from codea1.harness.records import FAIL, PASS
+from codea1.harness.sandbox.executor import READ_GUARANTEES, forbidden_paths
 from codea1.harness.testing.executor_conformance import processes_named
 
 GOOD = "def f(x):\n    return x + 1\n"
@@ -166,6 +167,20 @@ def test_info_reports_what_is_enforced(executor):
     info = executor.info()
     assert info["seccomp"] is True and info["subreaper"] is True
     assert info["landlock"] == "none" or info["landlock"]["landlock_abi"] >= 1
+
+
+def test_info_states_what_a_program_can_read(executor):
+    """environment.json's executor.reads: with Landlock every guarantee holds, and no
+    readable path is or holds the checkout, the working directory or the home directory."""
+    reads = executor.info()["reads"]
+    assert set(reads["guarantees"]) == set(READ_GUARANTEES)
+    if executor.info()["landlock"] == "none":
+        assert not any(reads["guarantees"].values())
+        return
+    assert all(reads["guarantees"].values()) and reads["enforced_by"] == ["landlock"]
+    for forbidden in forbidden_paths():
+        assert not any(forbidden == p or forbidden.startswith(p.rstrip("/") + "/") for p in reads["paths"]), forbidden
+    assert any(os.__file__.startswith(p + "/") for p in reads["paths"])
 
 
 def test_a_record_cut_by_the_cancel_is_not_taken_for_tampering(executor):
