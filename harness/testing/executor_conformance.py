@@ -401,7 +401,7 @@ class ExecutorConformance:
         sibling, made = None, []
         verdict, _ = run_case(executor, "import os\ndef f(x):\n    return os.getcwd()\n", "assert f(0) == ''")
         job_dir = Path(verdict.first_failure["message"].split("got '", 1)[1].split("'", 1)[0])
-        holder = subprocess.Popen([sys.executable, "-c", "import sys, time; time.sleep(120)", str(data / "problems.jsonl")],
+        holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", str(data / "problems.jsonl")],
                                   cwd=data)
         try:
             run_dir.mkdir()
@@ -416,8 +416,8 @@ class ExecutorConformance:
             files = [data / "problems.jsonl", run_dir / "verdicts.jsonl", cache, checkout_source(),
                      *([sibling / "solution.py"] if sibling else []), f"/proc/{holder.pid}/cmdline",
                      f"/proc/{os.getpid()}/cmdline", f"/proc/{holder.pid}/cwd/problems.jsonl"]
-            dirs = ["/", "/work", "/tmp", "/proc", str(data), str(run_dir), str(cache.parent), f"/proc/{holder.pid}/cwd",
-                    *([str(sibling.parent)] if sibling else [])]
+            dirs = ["/", "/work", "/tmp", "/proc", str(data), str(run_dir), str(cache.parent),
+                    f"/proc/{holder.pid}/cwd", *([str(sibling.parent)] if sibling else [])]
             code = HUNTER + f"def f(x):\n    return hunt({[str(p) for p in files if p]!r}, {dirs!r}, {answer!r})\n"
             verdict, _ = run_case(executor, code, f"assert f(1) == {answer!r}", limit=20)
             assert verdict.status == FAIL

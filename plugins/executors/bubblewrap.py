@@ -36,7 +36,8 @@ class BubblewrapExecutor(ZygoteExecutor):
             argv.append("--unshare-net")
         # Top-level links of a merged /usr (/lib64 -> usr/lib64: the loader's path) stay links.
         # So do /etc's (/etc/localtime -> /usr/share/zoneinfo/...): zygote_paths has their targets.
-        links = [*("/" + entry for entry in sorted(os.listdir("/"))), *(os.path.join("/etc", name) for name in ETC_READ)]
+        links = [*("/" + entry for entry in sorted(os.listdir("/"))),
+                 *(os.path.join("/etc", name) for name in ETC_READ)]
         for path in links:
             if os.path.islink(path):
                 argv += ["--symlink", os.readlink(path), path]

@@ -29,7 +29,8 @@ from codea1.harness.sandbox.executor import (
 )
 
 # Top-level directories seen whole: the system's own (/etc is cut down by --private-etc,
-# /dev and /tmp are private, /proc and /sys are firejail's to handle).
+# /dev and /tmp are private; firejail cannot whitelist in /proc and /sys, and fails to start
+# with /run blacklisted: its own state lives there). Landlock keeps children out of them.
 SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/dev", "/proc", "/sys",
                "/tmp", "/run"]
 
@@ -41,7 +42,7 @@ class FirejailOptions(SubprocessOptions):
 
 class FirejailExecutor(ZygoteExecutor):
     name = "firejail"
-    description = "zygotes inside firejail: no network, read-only runtime paths only, private /tmp and /dev, caps dropped"
+    description = "zygotes inside firejail: no network, only the runtime's paths (read-only), private /tmp and /dev"
     Options = FirejailOptions
     view_limited = True
 

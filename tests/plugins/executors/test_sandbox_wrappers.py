@@ -33,8 +33,8 @@ def test_home_tmp_and_data_files_are_hidden_even_without_landlock(plugins, name,
     if shutil.which(binary) is None:
         pytest.skip(f"{binary} is not installed (apt-get install {name})")
     data = Path.cwd() / f".codea1-data-{uuid.uuid4().hex[:8]}"  # a data directory beside the checkout's sources
-    secrets = [Path.home() / f".codea1-secret-{uuid.uuid4().hex[:8]}", Path("/tmp") / f"codea1-secret-{uuid.uuid4().hex[:8]}",
-               data / "problems.jsonl"]
+    secrets = [Path.home() / f".codea1-secret-{uuid.uuid4().hex[:8]}",
+               Path("/tmp") / f"codea1-secret-{uuid.uuid4().hex[:8]}", data / "problems.jsonl"]
     data.mkdir()
     for path in secrets:
         path.write_text("hunter2")
