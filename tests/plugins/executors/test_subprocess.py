@@ -177,7 +177,8 @@ def test_info_states_what_a_program_can_read(executor):
     if executor.info()["landlock"] == "none":
         assert not any(reads["guarantees"].values())
         return
-    assert all(reads["guarantees"].values()) and reads["enforced_by"] == ["landlock"]
+    assert reads["enforced_by"] == ["landlock"]
+    assert [name for name, kept in reads["guarantees"].items() if not kept] == ["other_jobs_memory"]  # the xfail below
     for forbidden in forbidden_paths():
         assert not any(forbidden == p or forbidden.startswith(p.rstrip("/") + "/") for p in reads["paths"]), forbidden
     assert any(os.__file__.startswith(p + "/") for p in reads["paths"])
