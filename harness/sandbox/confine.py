@@ -16,6 +16,7 @@ import platform
 import resource
 import struct
 import sys
+import sysconfig
 import tempfile
 from typing import Callable, Sequence
 
@@ -173,53 +174,81 @@ def _fs_rights(abi: int) -> int:
     return rights
 
 
-# What a confined child may read besides its own directory: the system's programs and
-# libraries (/usr, with /lib and /lib64 that point into it), the few /etc files that libc,
-# ssl, time zones and fonts read, and the devices a program may open. Not /proc (other
-# processes' command lines and directories), not /sys, /home, /root, /tmp, /work or /srv:
-# no benchmark data, run directory, reference cache or checkout. The interpreter's own
-# prefix and its site-packages directories are added by ``read_roots``.
-SYSTEM_READ_ROOTS = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/opt/conda")
-ETC_READ_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime", "/etc/timezone",
-                  "/etc/ssl", "/etc/ca-certificates", "/etc/pki", "/etc/nsswitch.conf", "/etc/passwd", "/etc/group",
-                  "/etc/hosts", "/etc/host.conf", "/etc/resolv.conf", "/etc/protocols", "/etc/services",
-                  "/etc/mime.types", "/etc/fonts", "/etc/os-release", "/etc/alternatives", "/etc/matplotlibrc")
-DEVICE_READ_FILES = ("/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/full")
+# System paths a program may read (those that exist): libraries, the locale, time zone,
+# certificate and font data the interpreter and common packages load, user names, CPU counts. /proc is
+# left out but for two files about the machine: a process's files there (cmdline, cwd,
+# environ) would show where the harness and its data live.
+SYSTEM_READ = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/sys/devices/system/cpu",
+               "/proc/cpuinfo", "/proc/meminfo")
+ETC_READ = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone", "ssl", "pki", "ca-certificates",
+            "fonts", "nsswitch.conf", "passwd", "group", "host.conf", "hosts", "resolv.conf", "gai.conf", "protocols",
+            "services", "mime.types", "locale.alias", "os-release", "matplotlibrc", "alternatives")  # passwd: getpass
+DEVICES_WRITE = ("/dev/null", "/dev/zero", "/dev/full")
+DEVICES_READ = ("/dev/urandom", "/dev/random")
 
 
-def read_roots() -> list[str]:
-    """The paths a confined child may read (each with what is beneath it): the interpreter's
-    prefixes and every site-packages directory on sys.path, the system roots above, the /etc
-    files and the devices. A sys.path entry that is not a site-packages directory (the
-    current directory, a checkout put on the path) is left out: an editable install's
-    package is imported by the zygote before any child exists."""
-    import site
-    import sysconfig
-
-    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
-    paths.update(p for p in (sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")) if p)
-    paths.update(site.getsitepackages())
-    paths.update(p for p in sys.path if os.path.basename(p.rstrip("/")) in ("site-packages", "dist-packages"))
-    # A prefix that holds the project itself (a virtual environment inside a checkout) stays
-    # out: only its lib directories go in.
-    kept = set()
-    for path in paths:
-        real = os.path.realpath(path)
-        if os.path.isfile(os.path.join(real, "pyvenv.cfg")):
-            kept.update(os.path.join(real, d) for d in ("lib", "lib64") if os.path.isdir(os.path.join(real, d)))
-        elif os.path.exists(real):
-            kept.add(real)
-    kept.update(p for p in (*SYSTEM_READ_ROOTS, *ETC_READ_FILES, *DEVICE_READ_FILES) if os.path.exists(p))
-    return sorted(kept)
+def _is_within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
 
 
-def restrict_filesystem(writable: str, block_tcp: bool, readable: Sequence[str] | None = None) -> dict:
-    """Landlock the calling process: read only beneath ``readable`` (``read_roots()`` when
-    None) and ``writable``, write only beneath ``writable`` (and to /dev/null); with ABI >= 4
-    no TCP bind/connect when ``block_tcp``;
-    with ABI >= 6 no signals to processes outside the sandbox (the zygote, the harness) and
-    no abstract unix sockets out of it. Landlock also refuses ptrace-style access (e.g.
-    /proc/PID/fd of the zygote) to processes outside the domain.
+def python_read_paths() -> list[str]:
+    """What the interpreter and the packages it can import are read from: the standard
+    library (both prefixes), the interpreter's directory, and every sys.path entry that is a
+    site-packages or dist-packages directory, a zip archive, or lies in the standard library.
+    Other sys.path entries (the current directory, a project checkout on the path) are left
+    out: modules already imported before the fork need no file."""
+    paths = {os.path.dirname(os.path.realpath(sys.executable))}
+    for scheme_vars in ({"base": sys.base_prefix, "platbase": sys.base_exec_prefix},
+                        {"base": sys.prefix, "platbase": sys.exec_prefix}):
+        paths.update(sysconfig.get_paths(vars=scheme_vars)[k] for k in ("stdlib", "platstdlib"))
+    stdlib = sorted(paths)
+    for entry in sys.path:
+        if not entry:
+            continue
+        name = os.path.basename(entry.rstrip("/"))
+        if name in ("site-packages", "dist-packages") or entry.endswith((".zip", ".egg", ".whl")) \
+                or any(_is_within(entry, root) for root in stdlib):
+            paths.add(entry)
+    return sorted(paths)
+
+
+def read_paths(forbidden: Sequence[str], extra: Sequence[str] = ()) -> list[str]:
+    """Every path a sandboxed program may read, real paths, none inside another: the system
+    ones (``SYSTEM_READ``, ``ETC_READ``), ``python_read_paths()`` and ``extra``. None is or
+    holds one of ``forbidden`` (a checkout, a home directory, a working directory): a system
+    path that holds one (a checkout in /usr/src) is replaced by its entries but the one that
+    leads there; any other such path is left out."""
+    banned = sorted({os.path.realpath(p) for p in forbidden if p})
+    allowed: set[str] = set()
+
+    def add(path: str, split: bool) -> None:
+        if not any(_is_within(b, path) for b in banned):
+            allowed.add(path)
+        elif split and path not in banned:
+            try:
+                entries = os.listdir(path)
+            except OSError:
+                return
+            for entry in entries:
+                add(os.path.realpath(os.path.join(path, entry)), split)
+
+    system = [*SYSTEM_READ, *(os.path.join("/etc", name) for name in ETC_READ)]
+    for paths, split in ((system, True), ([*python_read_paths(), *extra], False)):
+        for path in paths:
+            if os.path.exists(path):
+                add(os.path.realpath(path), split)
+    ordered = sorted(allowed)
+    return [p for i, p in enumerate(ordered) if not any(_is_within(p, q) for q in ordered[:i])]
+
+
+def restrict_filesystem(writable: str, block_tcp: bool, readable: Sequence[tuple[str, int, int]] = ()) -> dict:
+    """Landlock the calling process: read (and execute) only beneath the paths of
+    ``readable`` (``read_rules``), read and write beneath ``writable``, read and write the
+    harmless devices (``DEVICES_WRITE``) and read ``DEVICES_READ``; with ABI >= 4 no TCP
+    bind/connect when ``block_tcp``; with ABI >= 6 no signals to processes outside the
+    sandbox (the zygote, the harness) and no abstract unix sockets out of it. Landlock also
+    refuses ptrace-style access (e.g. /proc/PID/fd of the zygote) to processes outside the
+    domain. (Landlock does not govern stat: a path's existence and size stay visible.)
 
     Returns what was enforced; raises OSError when the kernel refuses. The same in two steps,
     ``landlock_ruleset`` and ``enforce_ruleset``, lets a fork server build the rules before
@@ -232,7 +261,29 @@ def restrict_filesystem(writable: str, block_tcp: bool, readable: Sequence[str] 
     return report
 
 
-def landlock_ruleset(writable: str, block_tcp: bool, readable: Sequence[str] | None = None) -> tuple[int, dict]:
+_READ_DIR_RIGHTS = _FS_EXECUTE | _FS_READ_FILE | _FS_READ_DIR
+_READ_FILE_RIGHTS = _FS_EXECUTE | _FS_READ_FILE
+_DEVICE_RIGHTS = _FS_READ_FILE | _FS_WRITE_FILE | _FS_TRUNCATE | _FS_IOCTL_DEV
+
+
+def read_rules(paths: Sequence[str]) -> list[tuple[str, int, int]]:
+    """``(path, descriptor, rights)`` for Landlock rules that let a program read ``paths``
+    (those that exist), the devices included. The descriptors (O_PATH) are opened once and
+    kept by the caller, a fork server, for every ruleset it builds: per job only the rules
+    are added. A forked child closes them with the rest of its descriptors."""
+    rules = []
+    for path, writable in [*((p, False) for p in paths), *((d, True) for d in DEVICES_WRITE),
+                           *((d, False) for d in DEVICES_READ)]:
+        try:
+            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        except OSError:
+            continue
+        rights = _DEVICE_RIGHTS if writable else _READ_DIR_RIGHTS if os.path.isdir(path) else _READ_FILE_RIGHTS
+        rules.append((path, fd, rights))
+    return rules
+
+
+def landlock_ruleset(writable: str, block_tcp: bool, readable: Sequence[tuple[str, int, int]] = ()) -> tuple[int, dict]:
     """(descriptor, report) of the ruleset ``restrict_filesystem`` enforces, built but not
     enforced: the zygote builds it before it forks, and the child only enforces it
     (``enforce_ruleset``). Built in the child, its ctypes calls wrote to about 70 pages the
@@ -249,26 +300,28 @@ def landlock_ruleset(writable: str, block_tcp: bool, readable: Sequence[str] | N
     ruleset = _libc.syscall(create, ctypes.c_char_p(attr), ctypes.c_size_t(len(attr)), ctypes.c_uint32(0))
     if ruleset < 0:
         raise OSError(ctypes.get_errno(), "landlock_create_ruleset failed")
-    if readable is None:
-        readable = read_roots()
+
+    syscall = _libc.syscall
+
+    def add(path: str, fd: int, rights: int) -> None:
+        # Plain ints and bytes: ctypes passes them as int and char* (one rule per readable
+        # path and job: the wrappers' allocations were half of their cost).
+        if syscall(add_rule, ruleset, _LANDLOCK_RULE_PATH_BENEATH, struct.pack("=Qi", rights & fs, fd), 0) != 0:
+            raise OSError(ctypes.get_errno(), f"landlock_add_rule({path}) failed")
+
     try:
-        file_rights = _FS_READ_FILE | _FS_WRITE_FILE | (fs & (_FS_TRUNCATE | _FS_IOCTL_DEV))
-        rules = [(path, _FS_EXECUTE | _FS_READ_FILE | (_FS_READ_DIR if os.path.isdir(path) else 0))
-                 for path in readable if os.path.exists(path)]
-        for path, rights in (*rules, (writable, fs), ("/dev/null", file_rights)):
-            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-            try:
-                rule = struct.pack("=Qi", rights, fd)
-                if _libc.syscall(add_rule, ctypes.c_int(ruleset), ctypes.c_int(_LANDLOCK_RULE_PATH_BENEATH),
-                                 ctypes.c_char_p(rule), ctypes.c_uint32(0)) != 0:
-                    raise OSError(ctypes.get_errno(), f"landlock_add_rule({path}) failed")
-            finally:
-                os.close(fd)
+        for path, fd, rights in readable:
+            add(path, fd, rights)
+        fd = os.open(writable, os.O_PATH | os.O_CLOEXEC)
+        try:
+            add(writable, fd, fs)
+        finally:
+            os.close(fd)
     except BaseException:
         os.close(ruleset)
         raise
     return ruleset, {"landlock_abi": abi, "tcp_blocked": bool(net), "signals_scoped": bool(scoped),
-                     "reads_limited": True}
+                     "reads_confined": True}
 
 
 def enforce_ruleset(ruleset: int) -> None:
@@ -305,7 +358,7 @@ def probe_landlock() -> dict:
     """What restrict_filesystem enforces here ({} when refused), checked in a throwaway child."""
     import ast
 
-    report = in_child(lambda: repr(restrict_filesystem(tempfile.gettempdir(), block_tcp=True)))
+    report = in_child(lambda: repr(restrict_filesystem(tempfile.gettempdir(), block_tcp=True, readable=read_rules([]))))
     return ast.literal_eval(report) if report else {}
 
 

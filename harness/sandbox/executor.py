@@ -7,8 +7,13 @@ way (``codea1.api.ZygoteExecutor``).
 Options (``--executor-opt KEY=VALUE``): ``preload`` (comma-separated modules imported once
 per zygote), ``file_mb`` (largest file the program may write), ``network`` ("isolate" or
 "allow"), ``seccomp`` (true/false), ``landlock`` (true/false: where the kernel has Landlock,
-the child may write only beneath its own temporary directory, cannot signal or ptrace
-anything outside its sandbox, and, with ``network=isolate``, cannot bind or connect TCP).
+the child may read only the interpreter, what it can import and the system's libraries and
+data (``confine.read_paths``) besides its own temporary directory, where alone it may write;
+it cannot signal or ptrace anything outside its sandbox, and, with ``network=isolate``,
+cannot bind or connect TCP), ``read`` (comma-separated further paths programs may read).
+
+What a program can read is stated in ``info()["reads"]`` (the run's environment.json): the
+paths, what enforces them, and one boolean per guarantee (``READ_GUARANTEES``).
 """
 
 from __future__ import annotations
@@ -16,7 +21,9 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterator, Sequence
 
 from codea1.harness.execution import (
@@ -28,7 +35,18 @@ from codea1.harness.execution import (
     sandbox_failure,
 )
 from codea1.harness.records import ExecJob, RawResult
+from codea1.harness.sandbox import confine
 from codea1.harness.sandbox.pool import DEFAULT_PRELOAD, ZygotePool, package_roots
+
+# What a program must not be able to read, each a key of info()["reads"]["guarantees"].
+# other_jobs_memory: a child is a fork of a zygote that ran earlier jobs, and their program
+# lines and results stay in its freed heap, which the child can scan (a known gap: false
+# for every zygote executor until children are forked from a process that never held a job).
+READ_GUARANTEES = ("benchmark_data", "run_directory", "home", "checkout", "other_jobs_files", "other_jobs_memory",
+                   "other_processes")
+# Those a wrapper's limited view gives without Landlock: it still holds codea1's code folders,
+# the zygote's own /proc entry and its earlier jobs' directories should one not be removed.
+OUT_OF_VIEW = ("benchmark_data", "run_directory", "home")
 
 
 @dataclass
@@ -38,6 +56,7 @@ class SubprocessOptions:
     network: str = "isolate"
     seccomp: bool = True
     landlock: bool = True
+    read: str = ""
 
     def __post_init__(self):
         if self.network not in ("isolate", "allow"):
@@ -60,6 +79,8 @@ class ZygoteExecutor(Executor):
             args.append("--no-seccomp")
         if not opts.landlock:
             args.append("--no-landlock")
+        args += [f"--forbid={p}" for p in forbidden_paths()]
+        args += [f"--read={p}" for p in self.extra_reads()]
         self.wrapper = self.prefix()
         self._pool_args = dict(prefix=self.wrapper, preload=[m for m in opts.preload.split(",") if m], zygote_args=args)
         self.pool = ZygotePool(self.workers, **self._pool_args)
@@ -78,8 +99,33 @@ class ZygoteExecutor(Executor):
         """The command that wraps each zygote (e.g. a sandbox tool); empty runs it directly."""
         return []
 
+    # True where prefix() shows the zygote only zygote_paths() (and a private /tmp): then
+    # even without Landlock a program cannot read data, runs or homes (OUT_OF_VIEW).
+    view_limited = False
+
+    def extra_reads(self) -> list[str]:
+        return [os.path.realpath(p) for p in self.options.read.split(",") if p]
+
     def info(self) -> dict:
-        return {"executor": self.name, "workers": self.workers, "wrapper": self.wrapper, **self.pool.start()}
+        ready = self.pool.start()
+        return {"executor": self.name, "workers": self.workers, "wrapper": self.wrapper, **ready,
+                "reads": self.read_policy(ready)}
+
+    def read_policy(self, ready: dict) -> dict:
+        """What a program can read, from the zygote's own report (``ready``): with Landlock
+        only ``paths`` and its job's directory; else what the zygote sees."""
+        landlocked = bool(ready.get("readable"))
+        enforced = (["landlock"] if landlocked else []) + ([self.name] if self.view_limited else [])
+        return {
+            "paths": ready.get("readable") or ("the zygote's view: " + ", ".join(zygote_paths(self.extra_reads()))
+                                               if self.view_limited else "everything the user can read"),
+            "own_job_directory": True,
+            "enforced_by": enforced,
+            "proc": "/proc/cpuinfo and /proc/meminfo only" if landlocked else
+                    "the zygote's and its children's entries" if self.view_limited else "every process's entries",
+            "guarantees": {name: name != "other_jobs_memory"
+                           and (landlocked or (self.view_limited and name in OUT_OF_VIEW)) for name in READ_GUARANTEES},
+        }
 
     def start_in_background(self) -> None:
         self.pool.start_in_background()
@@ -136,12 +182,35 @@ def under(path: str, roots: list[str]) -> bool:
     return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
 
 
-def runtime_paths() -> list[str]:
-    """Paths the zygote's interpreter must read: the Python installation, the virtual
-    environment and every existing sys.path entry (the project itself among them)."""
-    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable)),
-             *package_roots()}
+def forbidden_paths() -> list[str]:
+    """Paths no program may read, nor any path that holds them: the project checkout (for an
+    editable install, where codea1's folders are not in a site-packages directory), this
+    process's working directory (where runs are written by default), the home directory
+    (caches: ~/.cache/codea1) and the temporary directory (other zygotes' jobs)."""
+    checkouts = [p for p in package_roots() if Path(p).name not in ("site-packages", "dist-packages")]
+    return sorted({*checkouts, os.getcwd(), os.path.expanduser("~"), tempfile.gettempdir()})
+
+
+def code_folders() -> list[str]:
+    """The folders the zygote imports codea1 from: the packages ``codea1`` and
+    ``codea1.harness`` (one folder each in a checkout; both inside site-packages for a wheel)."""
+    import codea1
+    import codea1.harness
+
+    return sorted({str(Path(codea1.__file__).resolve().parent), str(Path(codea1.harness.__file__).resolve().parent)})
+
+
+def zygote_paths(extra: list[str] = ()) -> list[str]:
+    """Paths a wrapped zygote must see (read-only): what its children may read
+    (``confine.read_paths``), the Python installation and virtual environment it starts
+    from, codea1's code folders, and sys.path entries that hold no forbidden path. Not the
+    checkout, the working directory or the home directory themselves."""
+    forbidden = forbidden_paths()
+    paths = {*confine.read_paths(forbidden, extra), *code_folders(),
+             sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
     paths.update(p for p in sys.path[1:] if p and os.path.exists(p))  # [0]: the script's dir, as in the pool
-    paths = sorted(os.path.realpath(p) for p in paths)
+    real = {os.path.realpath(p) for p in paths}
+    real = {p for p in real if not any(under(f, [p]) for f in forbidden)}
+    ordered = sorted(real)
     # Drop paths already inside another one: one bind each is enough.
-    return [p for i, p in enumerate(paths) if not under(p, paths[:i])]
+    return [p for i, p in enumerate(ordered) if not under(p, ordered[:i])]

@@ -72,9 +72,11 @@ class TestClock:
 
 class Zygote:
     def __init__(self, seccomp: bool, file_mb: int, output_cap: int, reply=None, control_fd: int | None = None,
-                 landlock: bool = False, block_tcp: bool = True):
+                 landlock: bool = False, block_tcp: bool = True, readable: list[str] = ()):
         self.seccomp = seccomp
         self.landlock = landlock
+        # Opened once: per job only the rules are added (confine.read_rules).
+        self.read_rules = confine.read_rules(readable) if landlock else []
         self.block_tcp = block_tcp
         self.readable = confine.read_roots()  # once: the same for every child
         self.file_mb = file_mb
@@ -119,7 +121,7 @@ class Zygote:
         ruleset, fds = None, []
         try:
             if self.landlock:
-                ruleset = confine.landlock_ruleset(workdir, self.block_tcp, self.readable)[0]
+                ruleset = confine.landlock_ruleset(workdir, self.block_tcp, self.read_rules)[0]
             for _ in range(3):
                 fds.extend(os.pipe())
             sys.stdout.flush()
@@ -298,6 +300,8 @@ class Zygote:
                 time.sleep(min(remaining, 0.002))
 
     def close(self):
+        for _path, fd, _rights in self.read_rules:
+            os.close(fd)
         shutil.rmtree(self.root, ignore_errors=True)
 
 
@@ -341,6 +345,10 @@ def main(argv=None) -> int:
     parser.add_argument("--no-network-isolation", action="store_true")
     parser.add_argument("--no-seccomp", action="store_true")
     parser.add_argument("--no-landlock", action="store_true")
+    parser.add_argument("--forbid", action="append", default=[],
+                        help="a path no program may read, nor any path that holds it (repeatable; the zygote's "
+                             "working directory, the home directory and the temporary directory always)")
+    parser.add_argument("--read", action="append", default=[], help="a further path programs may read (repeatable)")
     parser.add_argument("--file-mb", type=int, default=64)
     parser.add_argument("--output-cap", type=int, default=OUTPUT_CAP)
     parser.add_argument("--control-fd", type=int, help="pipe of 'cancel JOB_ID' lines; enables streamed results")
@@ -367,15 +375,17 @@ def main(argv=None) -> int:
         except Exception as exc:  # noqa: BLE001 - reported in the ready line
             failed[name] = f"{type(exc).__name__}: {exc}"
     child.prepare()  # after the preloads: children start from what the zygote has then
+    # What a child may read under Landlock: the interpreter and what it can import, the system.
+    home = os.path.expanduser("~")  # from the password database: the pool passes no HOME
+    readable = confine.read_paths([os.getcwd(), home, tempfile.gettempdir(), *args.forbid], args.read) \
+        if landlock else []
     streaming = args.control_fd is not None
     zygote = Zygote(seccomp=seccomp, file_mb=args.file_mb, output_cap=args.output_cap,
                     reply=reply if streaming else None, control_fd=args.control_fd,
-                    landlock=bool(landlock), block_tcp=not args.no_network_isolation)
+                    landlock=bool(landlock), block_tcp=not args.no_network_isolation, readable=readable)
     _reply(reply, {"ready": True, "pid": os.getpid(), "network_isolation": network or "none", "seccomp": seccomp,
-                   "landlock": landlock or "none", "subreaper": subreaper,
-                   # What a child may read besides its own directory (Landlock only: without
-                   # it, whatever the zygote's own sandbox, if any, lets it read).
-                   "reads": zygote.readable if landlock else "unrestricted by Landlock",
+                   "landlock": landlock or "none", "readable": [p for p, _fd, _r in zygote.read_rules],
+                   "subreaper": subreaper,
                    "preloaded": preloaded, "preload_failed": failed, "uid": os.getuid(),
                    "python": sys.version.split()[0]}, b"")
     # The tests of the latest problem are kept here decoded (the parent sends them once and

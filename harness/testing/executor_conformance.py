@@ -20,7 +20,8 @@ output cap, and hostile programs (fork bomb, memory bomb, infinite loop, deep re
 huge stdout, files written or deleted outside the sandbox, environment secrets, network
 connections, killing the parent, exiting before the tests, printed fake markers, objects
 equal to everything (also inside asserts that wrap the call), monkeypatched builtins and test
-runner, cancelled alarms, daemons).
+runner, cancelled alarms, daemons, reads of the answer outside the job's directory: data,
+runs, caches, the checkout, other jobs, other processes under /proc).
 After every case the executor must still judge a good program correctly and no process
 started by the case may be left anywhere on the machine.
 
@@ -32,6 +33,8 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -75,6 +78,46 @@ def marked_processes() -> list[int]:
 def processes_named(comm: str) -> list[int]:
     """Pids of every process on the machine whose name (/proc/PID/comm) is ``comm``."""
     return [pid for pid, _ppid, _state, name in process_table() if name == comm]
+
+
+# A wrong program that hunts for the answer: every file it is given or finds in a listing
+# (each entry, its files, and for /proc entries their cmdline and the files of their cwd) is
+# read and searched for ``answer``; returns the answer found, else the paths it could read.
+HUNTER = '''import glob, os
+def hunt(files, dirs, answer):
+    seen = []
+    def read(path):
+        try:
+            with open(path, 'rb') as h:
+                text = h.read(1 << 20).decode('utf-8', 'replace')
+        except (OSError, ValueError):
+            return False
+        seen.append(path)
+        return answer in text
+    candidates = list(files)
+    for d in dirs:
+        try:
+            names = os.listdir(d)
+        except OSError:
+            continue
+        seen.append(d + '/')
+        for name in names[:400]:
+            path = os.path.join(d, name)
+            candidates += [path, path + '/cmdline', *glob.glob(path + '/*')[:50], *glob.glob(path + '/cwd/*')[:50]]
+    for path in candidates:
+        if read(path):
+            return answer
+    return 'nothing; read ' + ' '.join(seen)
+'''
+
+
+def checkout_source() -> str | None:
+    """A source file of the project checkout codea1 runs from (None for an installed wheel,
+    whose files lie in site-packages with every other library's)."""
+    import codea1.harness.judge
+
+    path = Path(codea1.harness.judge.__file__).resolve()
+    return None if any(p.name in ("site-packages", "dist-packages") for p in path.parents) else str(path)
 
 
 class ExecutorConformance:
@@ -296,7 +339,7 @@ class ExecutorConformance:
     def test_environment_secrets_are_not_visible(self, executor, monkeypatch):
         monkeypatch.setenv("CODEA1_CONFORMANCE_SECRET", "hunter2")
         code = ("import os\ndef f(x):\n    try:\n        env = open('/proc/self/environ', 'rb').read()\n"
-                "    except OSError:\n        env = b''  # /proc unreadable (Landlock): nothing to see there either\n"
+                "    except OSError:  # unreadable where /proc is closed to the program\n        env = b''\n"
                 "    return [k for k in os.environ if 'SECRET' in k] + [b'hunter2' in env]\n")
         verdict, _ = run_case(executor, code, "assert f(0) == [True]")
         assert verdict.status == FAIL
@@ -325,6 +368,70 @@ class ExecutorConformance:
         server.close()
         assert verdict.status == FAIL
         assert accepted == []
+
+    # -- what the program can read -----------------------------------------------------------
+    def test_programs_still_import_and_use_their_own_directory(self, executor):
+        """Reads are confined to the interpreter, its libraries and the job's directory: the
+        standard library, numpy where installed, a file of its own, and a KodCode-style pytest
+        file importing ``solution`` all still work."""
+        code = ("import json, re, collections, math, os\n"
+                "def f(x):\n    try:\n        import numpy\n        total = int(numpy.arange(x + 1).sum())\n"
+                "    except ImportError:\n        total = sum(range(x + 1))\n"
+                "    with open('notes.txt', 'w') as h:\n        h.write(json.dumps({'n': total}))\n"
+                "    with open(os.path.join(os.getcwd(), 'notes.txt')) as h:\n        n = json.loads(h.read())['n']\n"
+                "    return [n, len(re.findall('a', 'banana')), collections.Counter('aab')['a'], math.isqrt(17)]\n")
+        verdict, _ = run_case(executor, code, "assert f(3) == [6, 3, 2, 4]")
+        assert verdict.status == PASS, verdict.first_failure
+        script = "from solution import f\n\ndef test_f():\n    assert f(3) == [6, 3, 2, 4]\n"
+        tests = [TestCase(id="script/0", kind="script", script=script, framework="pytest")]
+        verdict, _ = run_case(executor, code, "", None, tests=tests, limit=60)
+        assert verdict.status == PASS, verdict.message
+
+    def test_the_answer_cannot_be_read_from_outside_the_job(self, executor, tmp_path):
+        """A wrong program hunts for a file that holds the answer: benchmark data in a
+        directory of its own, a run directory, ~/.cache/codea1, a sibling job's directory,
+        the checkout's sources, other processes' command lines and working directories under
+        /proc (a process started in the data directory with the data file on its command
+        line, as a harness is), listings of / and /work. It finds nothing and fails."""
+        answer = f"answer-{uuid.uuid4().hex}"
+        data = tmp_path / "data"
+        data.mkdir()
+        (data / "problems.jsonl").write_text(f'{{"reference": "{answer}"}}\n')
+        run_dir = Path.cwd() / f".codea1-conformance-run-{uuid.uuid4().hex[:8]}"
+        cache = Path.home() / ".cache" / "codea1" / f"conformance-{uuid.uuid4().hex[:8]}.json"
+        sibling, made = None, []
+        verdict, _ = run_case(executor, "import os\ndef f(x):\n    return os.getcwd()\n", "assert f(0) == ''")
+        job_dir = Path(verdict.first_failure["message"].split("got '", 1)[1].split("'", 1)[0])
+        holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", str(data / "problems.jsonl")],
+                                  cwd=data)
+        try:
+            run_dir.mkdir()
+            (run_dir / "verdicts.jsonl").write_text(answer)
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            cache.write_text(answer)
+            if job_dir is not None and job_dir.is_absolute():
+                sibling = job_dir.parent / f"job-{uuid.uuid4().hex[:8]}"
+                made = [p for p in (sibling, *sibling.parents) if not p.exists()]  # a wrapped zygote's root is not here
+                sibling.mkdir(parents=True)
+                (sibling / "solution.py").write_text(answer)
+            files = [data / "problems.jsonl", run_dir / "verdicts.jsonl", cache, checkout_source(),
+                     *([sibling / "solution.py"] if sibling else []), f"/proc/{holder.pid}/cmdline",
+                     f"/proc/{os.getpid()}/cmdline", f"/proc/{holder.pid}/cwd/problems.jsonl"]
+            dirs = ["/", "/work", "/tmp", "/proc", str(data), str(run_dir), str(cache.parent),
+                    f"/proc/{holder.pid}/cwd", *([str(sibling.parent)] if sibling else [])]
+            code = HUNTER + f"def f(x):\n    return hunt({[str(p) for p in files if p]!r}, {dirs!r}, {answer!r})\n"
+            verdict, _ = run_case(executor, code, f"assert f(1) == {answer!r}", limit=20)
+            assert verdict.status == FAIL
+            assert verdict.first_failure["message"].startswith("got 'nothing; read ',"), verdict.first_failure
+        finally:
+            holder.kill()
+            holder.wait()
+            for path in (run_dir / "verdicts.jsonl", cache, *([sibling / "solution.py"] if sibling else [])):
+                if path.exists():
+                    path.unlink()
+            for path in (run_dir, *made):
+                if path.exists():
+                    path.rmdir()
 
     # -- streaming --------------------------------------------------------------------------
     def test_early_stop(self, executor):

@@ -132,7 +132,20 @@ class SandboxFusionExecutor(Executor):
 
     def info(self) -> dict:
         return {"executor": self.name, "endpoint": self.endpoint, "concurrency": self.options.concurrency,
-                "retries": self.options.retries, "backoff": self.options.backoff, "ping": self.ping()}
+                "retries": self.options.retries, "backoff": self.options.backoff, "ping": self.ping(),
+                "reads": self.read_policy()}
+
+    @staticmethod
+    def read_policy() -> dict:
+        """What a program can read: decided inside the service, which this harness cannot
+        see. The zygote there confines reads with Landlock where the service's kernel has it
+        (its interpreter, libraries and system paths, the job's directory), but whether it
+        does, and what else the service's container holds, is not known here: no guarantee."""
+        from codea1.harness.sandbox.executor import READ_GUARANTEES
+
+        return {"paths": "the service's: Landlock read rules of the zygote inside it, where its kernel has Landlock",
+                "own_job_directory": True, "enforced_by": ["the service (not verifiable from the harness)"],
+                "guarantees": {name: False for name in READ_GUARANTEES}}
 
     def ping(self, timeout: float = 5.0) -> bool:
         """The service's health check: GET /v1/ping answers "pong"."""

@@ -26,7 +26,7 @@ def assert_job_fails_leaving_nothing(z: zygote.Zygote, match: str) -> None:
 def test_a_refused_landlock_ruleset_fails_the_job_and_leaves_nothing_behind(monkeypatch):
     """Should the kernel refuse the rules a job's child would be confined by, the job fails
     before any child exists, and its directory and descriptors are gone."""
-    def refused(writable, block_tcp, readable=None):
+    def refused(writable, block_tcp, readable):
         raise OSError("landlock_create_ruleset failed")
 
     monkeypatch.setattr(confine, "landlock_ruleset", refused)  # stands in for the kernel's refusal
