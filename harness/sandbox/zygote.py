@@ -78,7 +78,6 @@ class Zygote:
         # Opened once: per job only the rules are added (confine.read_rules).
         self.read_rules = confine.read_rules(readable) if landlock else []
         self.block_tcp = block_tcp
-        self.readable = confine.read_roots()  # once: the same for every child
         self.file_mb = file_mb
         self.output_cap = output_cap
         self.root = tempfile.mkdtemp(prefix="codea1-zygote-")

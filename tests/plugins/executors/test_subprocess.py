@@ -345,42 +345,5 @@ def test_a_program_that_kills_its_worker_fails_and_is_no_sandbox_error(plugins):
         assert verdict.status in (FAIL, ERROR), (verdict.status, raw.exit, raw.sandbox_error)
         assert raw.sandbox_error is None and "died twice" in raw.exit
         assert run_code(ex, GOOD, "assert f(1) == 2", "f")[0].status == PASS  # the pool recovered
-# Probes its address space (write() answers EFAULT for an unmapped page, so nothing faults)
-# within 512 MB of its own objects and returns every copy of the marker it finds there.
-MEMORY_SCANNER = r'''
-import ctypes, os
-def f(x):
-    libc = ctypes.CDLL(None, use_errno=True)
-    r, w = os.pipe()
-    needle = b"SIBLING" + b"SECRET-4242"
-    start = id(needle) & ~0xFFFFF
-    found = []
-    for base in range(max(start - (512 << 20), 1 << 20), start + (512 << 20), 1 << 20):
-        mapped = True
-        for off in range(0, 1 << 20, 4096):
-            if libc.write(w, ctypes.c_void_p(base + off), 1) != 1:
-                mapped = False
-                break
-            os.read(r, 1)
-        if mapped:
-            chunk = ctypes.string_at(base, 1 << 20)
-            at = chunk.find(needle)
-            while at >= 0:
-                if base + at != id(needle) + 32:  # the scanner's own constant
-                    found.append(chunk[at:at + 34].decode("latin-1"))
-                at = chunk.find(needle, at + 1)
-    return found
-'''
-
-
-@pytest.mark.xfail(strict=True, reason="known gap: a child is forked from the zygote, whose freed heap still holds "
-                                       "earlier jobs' lines (their programs) and results; Landlock governs files only")
-def test_a_later_job_cannot_find_an_earlier_jobs_program_in_memory(plugins):
-    ex = plugins.executors.create("subprocess", {}, workers=1)
-    try:
-        sibling = "def f(x):\n    # SIBLING" + "SECRET-4242: a correct sibling's program\n    return x + 1\n"
-        assert run_code(ex, sibling, "assert f(1) == 2", "f")[0].status == PASS
-        verdict, _ = run_code(ex, MEMORY_SCANNER, "assert f(1) == []", "f", limit=60)
-        assert verdict.status == PASS, verdict.first_failure
     finally:
         ex.close()
