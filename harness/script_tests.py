@@ -436,7 +436,8 @@ def _test_functions(module: ast.Module, framework: str) -> list[tuple[ast.Functi
         if framework == "pytest" and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) \
                 and node.name.startswith("test"):
             found.append((node, node.name))
-        elif isinstance(node, ast.ClassDef) and (framework == "unittest" or node.name.startswith("Test")):
+        elif isinstance(node, ast.ClassDef) and (node.name == "TestCases" if framework == "unittest"
+                                                 else node.name.startswith("Test")):
             found += [(m, f"{node.name}.{m.name}") for m in node.body
                       if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name.startswith("test")]
     return found
