@@ -150,6 +150,8 @@ _EQ_OPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">
 # The operator to use when the known side is the left one: ``3 < f(x)`` is ``f(x) > 3``.
 _FLIPPED = {"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<=", "in": "contains",
             "not in": "not contains", "is": "is", "is not": "is not"}
+_NEGATED = {ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.In: ast.NotIn, ast.NotIn: ast.In, ast.Is: ast.IsNot,
+            ast.IsNot: ast.Is}
 _UNITTEST_BINARY = {"assertEqual": "==", "assertEquals": "==", "assertListEqual": "==", "assertTupleEqual": "==",
                     "assertDictEqual": "==", "assertSetEqual": "==", "assertMultiLineEqual": "==",
                     "assertNotEqual": "!=", "assertIn": "in", "assertNotIn": "not in",
@@ -245,6 +247,12 @@ class _FunctionRewriter:
         return self.expected(node.args[0]), tolerance
 
     def truthy(self, node: ast.expr, op: str, where: ast.stmt, required: bool) -> ast.stmt:
+        if isinstance(node, ast.Compare) and len(node.ops) == 1:
+            # assertTrue(a < 3) is `assert a < 3`; assertFalse(a == 3) is `assert a != 3`
+            # (the exact negations only: `not a < b` is not `a >= b` for sets or NaN)
+            cmp = node.ops[0] if op == "truthy" else _NEGATED.get(type(node.ops[0]), lambda: None)()
+            if cmp is not None:
+                return self.comparison(node.left, cmp, node.comparators[0], where, required)
         if _has_compare(node):
             # The comparison would run in the child, where the program's objects decide it.
             raise _NotRewritable(f"line {where.lineno}: a truthy check with a comparison inside")
@@ -528,14 +536,56 @@ def rewrite_script(script: str, framework: str) -> tuple[RewrittenScript | None,
 
 def rewrite_test(test):
     """A script ``TestCase`` judged in the parent where its script can be rewritten; the test
-    itself (judged in-process) where it cannot. For benchmark loaders."""
+    itself (judged in-process) where it cannot."""
     if test.kind != "script" or test.judged == "parent":
         return test
     rewritten, _why = rewrite_script(test.script, test.framework or "unittest")
     if rewritten is None:
         return test
+    return _judged_in_parent(test, rewritten)
+
+
+def _judged_in_parent(test, rewritten: RewrittenScript):
     return dataclasses.replace(test, script=rewritten.script, judged="parent", expected=rewritten.table(),
                                has_expected=True)
+
+
+def split_test(test) -> list:
+    """For benchmark loaders: a script test as ``rewrite_test`` makes it where the whole
+    script can be rewritten; else, where some of its test functions can (each with the
+    module's other statements), two tests: the rewritable functions, judged in the parent
+    (same id), and the others, judged in-process (id + "/in-process"); else the test as it
+    is. (unittest runs each method on its own instance, pytest each function: taking some
+    out does not change how the others run, but for state one test leaves to the next.)"""
+    whole = rewrite_test(test)
+    if whole is not test or test.kind != "script" or test.judged == "parent":
+        return [whole]
+    framework = test.framework or "unittest"
+    try:
+        module = ast.parse(test.script)
+    except SyntaxError:
+        return [test]
+    names = [q for _, q in _test_functions(module, framework)]
+    alone = [q for q in names if rewrite_script(_without(module, framework, set(names) - {q}), framework)[0]]
+    if not alone:
+        return [test]
+    rewritten, _why = rewrite_script(_without(module, framework, set(names) - set(alone)), framework)
+    if rewritten is None:
+        return [test]
+    rest = dataclasses.replace(test, id=f"{test.id}/in-process", script=_without(module, framework, set(alone)))
+    return [_judged_in_parent(test, rewritten), rest]
+
+
+def _without(module: ast.Module, framework: str, drop: set[str]) -> str:
+    """The module's text without the test functions named in ``drop`` (qualified names)."""
+    module = copy.deepcopy(module)
+    kept_functions = {id(fn) for fn, q in _test_functions(module, framework) if q not in drop}
+    dropped = {id(fn) for fn, _q in _test_functions(module, framework)} - kept_functions
+    module.body = [n for n in module.body if id(n) not in dropped]
+    for node in module.body:
+        if isinstance(node, ast.ClassDef):
+            node.body = [m for m in node.body if id(m) not in dropped] or [ast.Pass()]
+    return ast.unparse(ast.fix_missing_locations(module)) + "\n"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -44,75 +44,32 @@ def checks_in(fn: ast.AST) -> int:
     return count
 
 
-def alone_rewritable(module: ast.Module, fn: ast.AST, framework: str) -> bool:
-    """Would this function be parent-judged in a script of its own (with the module's other
-    top-level statements that are not tests)?"""
-    keep = [n for n in module.body if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-            or not (n.name.startswith("test") or n.name.startswith("Test"))]
-    if framework == "unittest":
-        cls = ast.ClassDef(name="TestCases", bases=[ast.Name("object", ast.Load())], keywords=[], body=[fn],
-                           decorator_list=[], type_params=[])
-        body = keep + [cls]
-    else:
-        body = keep + [fn]
-    text = ast.unparse(ast.fix_missing_locations(ast.Module(body=body, type_ignores=[])))
-    return script_tests.rewrite_script(text, framework)[0] is not None
+def why_in_process(module: ast.Module, qualname: str, framework: str) -> str:
+    """Why this test function, in a script of its own, is not rewritten."""
+    names = {q for _, q in script_tests._test_functions(module, framework)}
+    text = script_tests._without(module, framework, names - {qualname})
+    return re.sub(r"^line \d+: |^[\w.]+: ", "", script_tests.rewrite_script(text, framework)[1])[:90]
 
 
-def reason_kind(why: str) -> str:
-    return re.sub(r"^line \d+: |^[\w.]+: ", "", why)[:90]
-
-
-def kodcode_counts(folder: Path) -> dict:
-    from codea1.benchmarks.kodcode import golden_tests
-
+def counts(problems: list, originals: dict[str, str], framework: str) -> dict:
+    """``originals``: task -> its test code as the data set has it."""
     out = collections.Counter()
     reasons = collections.Counter()
-    for file in sorted(folder.glob("*.json*")):
-        for rec in json.loads(file.read_text()):
-            entry = ((rec.get("test_info") or [{}])[0] or {}).get("function_name") or ""
-            tests = golden_tests(rec["test_code"], entry)
-            call_functions = {t.id.split("/")[1] for t in tests if t.kind == "call"}
-            scripts = [t for t in tests if t.kind == "script"]
-            parent = bool(scripts) and scripts[0].judged == "parent"
-            if scripts and not parent:
-                original = rec["test_code"] if "from solution import" in rec["test_code"] \
-                    else "from solution import *\n" + rec["test_code"]
-                module = ast.parse(original)
-                module.body = [n for n in module.body if not (isinstance(n, ast.FunctionDef)
-                                                              and n.name in call_functions)]
-                reasons[reason_kind(script_tests.rewrite_script(ast.unparse(module), "pytest")[1])] += 1
-            module = ast.parse(rec["test_code"])
-            out["tasks"] += 1
-            out["tasks all outside"] += (not scripts or parent)
-            for fn, qualname in script_tests._test_functions(module, "pytest"):
-                where = "call" if qualname in call_functions else "parent" if parent else "in-process"
-                out[f"functions {where}"] += 1
-                out[f"checks {where}"] += checks_in(fn)
-                if where == "in-process":
-                    out["in-process functions rewritable alone"] += alone_rewritable(module, fn, "pytest")
-    return {"counts": dict(out), "reasons in-process": dict(reasons.most_common(12))}
-
-
-def bigcodebench_counts(problems) -> dict:
-    out = collections.Counter()
-    reasons = collections.Counter()
+    unit = "functions" if framework == "pytest" else "methods"
     for p in problems:
-        test = p.tests[0]
-        original = p.metadata["original_test"]
-        parent = test.judged == "parent"
-        if not parent:
-            reasons[reason_kind(script_tests.rewrite_script(original, "unittest")[1])] += 1
-        module = ast.parse(original)
+        call_functions = {t.id.split("/")[1] for t in p.tests if t.kind == "call"}
+        parent_functions = {f for t in p.tests if t.kind == "script" and t.judged == "parent"
+                            for f in t.expected["functions"]}
+        module = ast.parse(originals[p.task_id])
         out["tasks"] += 1
-        out["tasks all outside"] += parent
-        for fn, _ in script_tests._test_functions(module, "unittest"):
-            where = "parent" if parent else "in-process"
-            out[f"methods {where}"] += 1
+        out["tasks all outside"] += all(t.judged == "parent" for t in p.tests)
+        for fn, qualname in script_tests._test_functions(module, framework):
+            where = "call" if qualname in call_functions else "parent" if qualname in parent_functions else "in-process"
+            out[f"{unit} {where}"] += 1
             out[f"checks {where}"] += checks_in(fn)
-            if not parent:
-                out["in-process methods rewritable alone"] += alone_rewritable(module, fn, "unittest")
-    return {"counts": dict(out), "reasons in-process": dict(reasons.most_common(12))}
+            if where == "in-process":
+                reasons[why_in_process(module, qualname, framework)] += 1
+    return {"counts": dict(sorted(out.items())), f"{unit} in-process, why (first reason)": dict(reasons.most_common(15))}
 
 
 def reference_results(bench, before: list, after: list, executor) -> dict:
@@ -150,13 +107,13 @@ def load(plugins, name: str, options: dict, rewrite: bool) -> list:
     they were before harness.script_tests."""
     from codea1.benchmarks import bigcodebench, kodcode
 
-    saved = kodcode.rewrite_test, bigcodebench.rewrite_test
+    saved = kodcode.split_test, bigcodebench.split_test
     if not rewrite:
-        kodcode.rewrite_test = bigcodebench.rewrite_test = lambda test: test
+        kodcode.split_test = bigcodebench.split_test = lambda test: [test]
     try:
         return plugins.benchmarks.create(name, options).load()
     finally:
-        kodcode.rewrite_test, bigcodebench.rewrite_test = saved
+        kodcode.split_test, bigcodebench.split_test = saved
 
 
 def main(argv=None) -> int:
@@ -175,9 +132,10 @@ def main(argv=None) -> int:
     b_options = {"data": str(next((data / "bigcodebench").glob("*.jsonl*")))}
     k_before, k_after = (load(plugins, "kodcode", k_options, r) for r in (False, True))
     b_before, b_after = (load(plugins, "bigcodebench", b_options, r) for r in (False, True))
-    for p_before, p_after in zip(b_before, b_after):
-        p_after.metadata["original_test"] = p_before.tests[0].script
-    report = {"kodcode": kodcode_counts(data / "kodcode"), "bigcodebench": bigcodebench_counts(b_after)}
+    k_raw = {rec["question_id"]: rec["test_code"] for f in sorted((data / "kodcode").glob("*.json*"))
+             for rec in json.loads(f.read_text())}
+    report = {"kodcode": counts(k_after, k_raw, "pytest"),
+              "bigcodebench": counts(b_after, {p.task_id: p.tests[0].script for p in b_before}, "unittest")}
     if args.references:
         n = args.bigcodebench_tasks
         with plugins.executors.create("subprocess", workers=args.workers) as executor:
