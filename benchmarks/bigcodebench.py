@@ -9,9 +9,10 @@ Each task's unittest ``TestCases`` class runs in the solution's own module names
 bigcodebench does. A task whose libraries are not importable here is reported as
 "skipped: missing library X", never as a failure; so is a task whose reference solution
 fails in this environment (e.g. it needs to spawn processes or reach the network).
-Note: unlike plain-data tests, unittest assertions run inside the sandbox, next to the code
-under test, so a program that monkeypatches ``unittest`` can fake its result (as in
-bigcodebench itself).
+Where every check of the class can be rewritten (harness.script_tests), the class reports
+values and the parent judges them (``judged="parent"``); otherwise its assertions run inside
+the sandbox, next to the code under test (``judged="in-process"``), where a program that
+reaches the runner can fake its result (as in bigcodebench itself).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from codea1.harness.benchmark import Benchmark, BenchmarkError, BenchmarkOptions
 from codea1.harness.hookspecs import hookimpl
 from codea1.harness.jsonl import first_row
 from codea1.harness.records import Problem, TestCase
+from codea1.harness.script_tests import split_test
 
 
 @dataclass
@@ -76,7 +78,7 @@ class BigCodeBench(Benchmark):
             problems.append(Problem(
                 task_id=task_id, prompt=prompt, entry_point=task["entry_point"],
                 reference=task["complete_prompt"] + "\n" + task["canonical_solution"],
-                tests=[TestCase(id="unittest/0", kind="script", script=task["test"], framework="unittest")],
+                tests=split_test(TestCase(id="unittest/0", kind="script", script=task["test"], framework="unittest")),
                 libs=sorted(set(libs)),
                 metadata={"complete_prompt": task["complete_prompt"], "split": self.options.split}))
         return problems

@@ -25,6 +25,7 @@ from codea1.harness.benchmark import Benchmark, BenchmarkError
 from codea1.harness.hookspecs import hookimpl
 from codea1.harness.jsonl import json_records
 from codea1.harness.records import Problem, TestCase
+from codea1.harness.script_tests import split_test
 
 
 class KodCode(Benchmark):
@@ -85,7 +86,7 @@ def golden_tests(test_code: str, entry_point: str) -> list[TestCase]:
             or (isinstance(n, ast.ClassDef) and n.name.startswith("Test"))]
     if left:
         module.body = rest
-        calls.append(TestCase(id="pytest/script", kind="script", script=ast.unparse(module), framework="pytest"))
+        calls += split_test(TestCase(id="pytest/script", kind="script", script=ast.unparse(module), framework="pytest"))
     return calls
 
 

@@ -21,7 +21,7 @@ import threading
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
-from codea1.harness import plaindata
+from codea1.harness import plaindata, script_tests
 from codea1.harness.errors import Codea1Error
 from codea1.harness.records import NOT_RUN, ExecJob, RawOutcome, RawResult, TestCase
 
@@ -109,6 +109,8 @@ def _test_tree(test: TestCase) -> dict:
     else:
         tree["script"] = test.script
         tree["framework"] = test.framework
+        if test.judged == "parent":
+            tree["report"] = True  # a rewritten script (harness.script_tests): it reports values
     return tree
 
 
@@ -329,6 +331,9 @@ class RecordParser:
                         raise ValueError("ok record without value")
                     outcome = RawOutcome("ok", value=plaindata.from_tree(rec["v"]) if "v" in rec else None,
                                          digest=digest)
+                elif status == "reports" and job.tests[self.next_index].kind == "script" \
+                        and job.tests[self.next_index].judged == "parent":
+                    outcome = RawOutcome("reports", value=script_tests.parse_reports(rec, job.tests[self.next_index].expected))
                 elif status in ("exception", "timeout") or (status in ("passed", "failed") and
                                                              job.tests[self.next_index].judged == "in-process"):
                     # passed/failed is the child's own word: taken only for a test whose verdict

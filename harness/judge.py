@@ -18,6 +18,7 @@ from codea1.harness.records import (
     TestVerdict,
     Verdict,
 )
+from codea1.harness.script_tests import judge_reports
 
 _REPR = reprlib.Repr()
 _REPR.maxlevel, _REPR.maxlist, _REPR.maxtuple, _REPR.maxdict, _REPR.maxset = 4, 12, 12, 8, 8
@@ -192,8 +193,12 @@ def judge(task_id: str, sample_index: int, job: ExecJob, raw: RawResult,
             else:
                 ok, message = checker.check(test, outcome.value, expected)
                 status = "pass" if ok else "fail"
+        elif outcome.status == "reports":
+            ok, message = judge_reports(test.expected, outcome.value)
+            status = "pass" if ok else "fail"
         elif outcome.status == "passed":
-            status = "pass"
+            status, message = ("pass", "") if test.judged != "parent" else \
+                ("fail", "the child sent a verdict for a test judged in the parent")
         elif outcome.status in ("failed", "exception"):
             status, message = "fail", outcome.message
         elif outcome.status == "timeout":

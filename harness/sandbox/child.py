@@ -8,7 +8,10 @@ Protocol (one JSON object per line on the result pipe, nothing else):
                                                     (a large value: "h": its digest, with
                                                     or without "v"; see encode_for_channel)
     {"i": i, "s": "exception"|"timeout", "e": msg, "t": secs}
-    {"i": i, "s": "passed"|"failed", "e": msg, "d": {...}, "t": secs}   (script tests)
+    {"i": i, "s": "passed"|"failed", "e": msg, "d": {...}, "t": secs}   (script tests judged in-process)
+    {"i": i, "s": "reports", "f": {function: "returned"|msg}, "r": [report, ...], "e": msg, "t": secs}
+                                                    (rewritten script tests, judged in the parent:
+                                                    see harness.script_tests)
     {"done": true}
 
 Phase 1 runs before the program under test exists in the process, so expected values are
@@ -19,11 +22,12 @@ a gap or a blank line is tampering (a failed verdict); passed/failed is taken on
 documented as judged in-process. The per-test alarms here are for precise timeouts; the
 zygote keeps its own per-test clock, which a program that cancels its alarms cannot stop.
 
-Only the standard library and harness.plaindata are imported here.
+Only the standard library, harness.plaindata and harness.script_tests are imported here.
 """
 
 from __future__ import annotations
 
+import _thread
 import builtins
 import hashlib
 import io
@@ -36,7 +40,7 @@ import sys
 import time
 import types
 
-from codea1.harness import plaindata
+from codea1.harness import plaindata, script_tests
 
 LARGE_OUTPUT_BYTES = 65536
 _ENCODER = json.JSONEncoder(separators=(",", ":"))  # json.dumps(..., separators=...) builds one per call
@@ -124,15 +128,20 @@ def _on_alarm(signum, frame):
 
 
 _PRISTINE_BUILTINS: dict | None = None
+_PRISTINE_IMPORT: tuple | None = None  # sys.meta_path, path_hooks, path_importer_cache, path
+# The harness' own references, taken before any program ran: what script tests use is
+# resolved from these, not from sys.modules or builtins, which the program can replace.
+_CURRENT_FRAMES, _THREAD_COUNT, _REPORTER = sys._current_frames, _thread._count, script_tests.Reporter
 
 
 def prepare() -> None:
-    """Made once in the zygote, before any child: the builtins as no program has touched
-    them, and the alarm handler. A child that made them itself wrote to the page of every
-    builtin object (the copy's references), and the kernel copies each page a child writes:
-    a one-test child's CPU went from 2.2 to 1.9 ms."""
-    global _PRISTINE_BUILTINS
+    """Made once in the zygote, before any child: the builtins and the import system as no
+    program has touched them, and the alarm handler. A child that made them itself wrote to
+    the page of every builtin object (the copy's references), and the kernel copies each
+    page a child writes: a one-test child's CPU went from 2.2 to 1.9 ms."""
+    global _PRISTINE_BUILTINS, _PRISTINE_IMPORT
     _PRISTINE_BUILTINS = dict(builtins.__dict__)
+    _PRISTINE_IMPORT = (list(sys.meta_path), list(sys.path_hooks), dict(sys.path_importer_cache), list(sys.path))
     signal.signal(signal.SIGALRM, _on_alarm)
 
 
@@ -347,7 +356,13 @@ def _run(job: dict, channel: _Channel) -> None:
         try:
             if test["kind"] == "script":
                 _restore_builtins(pristine_builtins)
-                record = _run_script(test, module, limits[i])
+                left = _restore_interpreter(module)
+                if left:
+                    record = {"s": "exception" if test.get("report") else "failed", "e": left, "t": 0.0}
+                elif test.get("report"):
+                    record = _run_reported(test, module, limits[i])
+                else:
+                    record = _run_script(test, module, limits[i])
                 record["i"] = i
                 channel.send(record)
                 continue
@@ -391,6 +406,35 @@ def _restore_builtins(pristine: dict) -> None:
     for name in [k for k in current if k not in pristine]:
         del current[name]
     current.update(pristine)
+
+
+def _restore_interpreter(module: types.ModuleType) -> str:
+    """Undo what the program can have done to the interpreter beyond the builtins module,
+    before a script test runs (the builtins module itself: ``_restore_builtins``): every
+    module's own ``__builtins__`` (a dict with its own ``__import__`` or ``__build_class__``),
+    the import system (``sys.meta_path`` hooks, path hooks and their cache, ``sys.path``),
+    and pytest's environment variables. Returns why the test cannot run, or "": threads the
+    program left running could change the test or the runner while it runs. (Native threads
+    that run no Python, such as OpenBLAS' pool, are not counted: they cannot.)"""
+    pristine = builtins.__dict__
+    for mod in list(sys.modules.values()):
+        try:
+            namespace = object.__getattribute__(mod, "__dict__")
+            if type(namespace) is dict and "__builtins__" in namespace and namespace["__builtins__"] is not pristine \
+                    and namespace["__builtins__"] is not builtins:
+                namespace["__builtins__"] = pristine
+        except Exception:  # noqa: BLE001 - an object the program put in sys.modules: nothing to restore
+            pass
+    module.__dict__["__builtins__"] = pristine
+    if _PRISTINE_IMPORT is not None:
+        meta_path, path_hooks, importer_cache, path = _PRISTINE_IMPORT
+        sys.meta_path, sys.path_hooks = list(meta_path), list(path_hooks)
+        sys.path_importer_cache, sys.path = dict(importer_cache), list(path)
+    for name in [k for k in os.environ if k.startswith("PYTEST_")]:
+        del os.environ[name]
+    if _THREAD_COUNT() > 0 or len(_CURRENT_FRAMES()) > 1:
+        return "the program left threads running"
+    return ""
 
 
 def _fresh_framework(framework: str):
@@ -456,13 +500,9 @@ def _run_pytest(test: dict, limit: float) -> dict:
                 else:
                     outcomes[name] = f"{report.outcome}: {str(report.longrepr)[-1500:]}"
 
-    with open("test_solution.py", "w") as fh:
-        fh.write(test["script"])
     try:
         pytest = _fresh_framework("pytest")
-        args = ["-q", "-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:randomly",
-                "--rootdir", os.getcwd(), "-o", "addopts=", "test_solution.py"]
-        _timed(limit, pytest.main, args, [Collector()])
+        _timed(limit, pytest.main, _pytest_arguments(test["script"]), [Collector()])
     except _TestTimeout:
         return {"s": "timeout", "e": f"exceeded {limit:.3g}s", "d": outcomes, "t": time.perf_counter() - start}
     except BaseException as exc:  # noqa: BLE001
@@ -474,3 +514,82 @@ def _run_pytest(test: dict, limit: float) -> dict:
         name, text = next(iter(failed.items()))
         message += f"; {name}: {text.strip().splitlines()[-1] if text.strip() else ''}"
     return {"s": "passed" if ok else "failed", "e": message, "d": outcomes, "t": time.perf_counter() - start}
+
+
+def _pytest_arguments(script: str) -> list[str]:
+    """Writes the test module under a name the program cannot have guessed (no stale or
+    forged ``__pycache__`` entry can match it), after the program's threads were checked
+    for, and returns pytest's arguments: no conftest.py, no ini file (``-c /dev/null``: not
+    the working directory's pytest.ini, tox.ini, setup.cfg or pyproject.toml), no addopts."""
+    name = f"test_solution_{os.urandom(8).hex()}.py"
+    fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        _write_all(fd, script.encode())
+    finally:
+        os.close(fd)
+    return ["-q", "-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:randomly", "--noconftest",
+            "-c", os.devnull, "--rootdir", os.getcwd(), "-o", "addopts=", name]
+
+
+def _run_reported(test: dict, module: types.ModuleType, limit: float) -> dict:
+    """A rewritten script (harness.script_tests): its report calls go to a Reporter made
+    here, from the harness' own reference; the record carries the reports and how each test
+    function ended, never a verdict (the parent judges)."""
+    start = time.perf_counter()
+    reporter = _REPORTER(_TestTimeout, _PRISTINE_BUILTINS)
+    functions: dict[str, str] = {}
+    sys.modules[script_tests.HOOK_MODULE] = reporter.module
+    try:
+        if test.get("framework") == "pytest":
+            _report_pytest(test, limit, functions)
+        else:
+            _report_unittest(test, module, limit, functions)
+    except _TestTimeout:
+        return {"s": "timeout", "e": f"exceeded {limit:.3g}s", "t": time.perf_counter() - start}
+    except BaseException as exc:  # noqa: BLE001
+        return {"s": "exception", "e": _describe(exc), "t": time.perf_counter() - start}
+    finally:
+        sys.modules.pop(script_tests.HOOK_MODULE, None)
+    return {"s": "reports", "f": functions, "r": reporter.reports,
+            "e": "too many reports" if reporter.overflow else "", "t": time.perf_counter() - start}
+
+
+def _report_pytest(test: dict, limit: float, functions: dict[str, str]) -> None:
+    class Collector:
+        def pytest_runtest_logreport(self, report):
+            if report.when == "call" or report.outcome != "passed":
+                name = script_tests.pytest_function_name(report.nodeid)
+                if report.outcome == "passed":
+                    functions.setdefault(name, "returned")
+                else:
+                    functions[name] = f"{report.outcome}: {str(report.longrepr)[-1500:]}"
+
+    pytest = _fresh_framework("pytest")
+    _timed(limit, pytest.main, _pytest_arguments(test["script"]), [Collector()])
+
+
+def _report_unittest(test: dict, module: types.ModuleType, limit: float, functions: dict[str, str]) -> None:
+    """The TestCases class is made in a copy of the solution's namespace: the program's
+    functions (whose globals are the module's) cannot rebind the report hooks by name."""
+    unittest = _fresh_framework("unittest")
+    namespace = dict(module.__dict__)
+    namespace["__builtins__"] = builtins.__dict__
+    exec(compile(test["script"], "test_solution.py", "exec"), namespace)
+    cases = namespace.get("TestCases")
+    if cases is None:
+        raise NameError("the test script defines no TestCases class")
+    suite = unittest.TestLoader().loadTestsFromTestCase(cases)
+    names = {id(case): f"TestCases.{case._testMethodName}" for case in suite}
+    result = unittest.TestResult()
+    _timed(limit, suite.run, result)
+    bad = {}
+    for case, trace in result.failures + result.errors:
+        bad[id(case)] = trace.strip().splitlines()[-1][:1500] if trace.strip() else "error"
+    for case, reason in result.skipped:
+        bad[id(case)] = "skipped: " + str(reason)[:500]
+    for case, _trace in result.expectedFailures:
+        bad[id(case)] = "expected failure"
+    for case in result.unexpectedSuccesses:
+        bad[id(case)] = "unexpected success"
+    for key, name in names.items():
+        functions[name] = bad.get(key, "returned")

@@ -1,0 +1,355 @@
+"""Script tests judged outside the program (harness.script_tests): which checks of a pytest
+module or a unittest class are rewritten into value reports, which scripts stay in-process
+and why; the parent's judgement (values, completeness); the protocol; and, end to end on the
+subprocess executor, programs that forge a script test's verdict in every way the issue
+lists: they fail, the correct program passes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from codea1.harness.execution import parse_records, run_jobs
+from codea1.harness.judge import judge
+from codea1.harness.records import FAIL, PASS, ExecJob, TestCase
+from codea1.harness.script_tests import (
+    IMPORT_LINE,
+    Unknown,
+    judge_reports,
+    known_value,
+    rewrite_script,
+    rewrite_test,
+    split_test,
+)
+
+KODCODE = '''import pytest
+from solution import add, div
+
+def test_add():
+    expected = [1, 2, 424242]
+    assert add(1, 2) == 3
+    assert add([1], [2, 424242]) == expected
+    assert add(0.1, 0.2) == pytest.approx(0.3)
+    assert add(0, 0) == 0
+
+def test_div():
+    with pytest.raises(ZeroDivisionError):
+        div(1, 0)
+    assert div(6, 3) == 2
+'''
+KODCODE_GOOD = "def add(a, b):\n    return a + b\ndef div(a, b):\n    return a / b\n"
+KODCODE_WRONG = "def add(a, b):\n    return b + a if isinstance(a, list) else a * b\ndef div(a, b):\n    return a / b\n"
+
+BIGCODEBENCH = '''import unittest
+class TestCases(unittest.TestCase):
+    def test_double(self):
+        self.assertEqual(task_func(3), 6)
+        self.assertTrue(task_func(1) == 2)
+        self.assertIn(task_func(2), [4, 5])
+    def test_negative(self):
+        with self.assertRaises(ValueError):
+            task_func(-1)
+        self.assertEqual(task_func(0), 0)
+'''
+BIGCODEBENCH_GOOD = "def task_func(x):\n    if x < 0:\n        raise ValueError(x)\n    return 2 * x\n"
+BIGCODEBENCH_WRONG = "def task_func(x):\n    if x < 0:\n        raise ValueError(x)\n    return 2 * x + 1\n"
+
+
+def sites(script: str, framework: str):
+    rewritten, why = rewrite_script(script, framework)
+    assert rewritten is not None, why
+    return rewritten, [(s.op, s.expected, s.tolerance, s.function, s.required) for s in rewritten.sites]
+
+
+# -- the rewriter ------------------------------------------------------------------------------
+
+def test_pytest_asserts_become_reports_and_expected_values_stay_in_the_parent():
+    rewritten, found = sites(KODCODE, "pytest")
+    assert found == [("==", 3, None, "test_add", True), ("==", [1, 2, 424242], None, "test_add", True),
+                     ("approx", 0.3, {}, "test_add", True), ("==", 0, None, "test_add", True),
+                     ("raises", ["ZeroDivisionError"], None, "test_div", True), ("==", 2, None, "test_div", True)]
+    assert rewritten.functions == ["test_add", "test_div"]
+    text = rewritten.script
+    assert text.startswith(IMPORT_LINE) and "assert" not in text.replace(IMPORT_LINE, "")
+    # `expected` was used only as an expected side: its assignment is gone from the child's script
+    assert "expected" not in text and "0.3" not in text
+    assert "__codea1_report__(0, add(1, 2))" in text and "with __codea1_raises__(4):" in text
+
+
+def test_unittest_assertions_become_reports():
+    script = '''import unittest
+class TestCases(unittest.TestCase):
+    def setUp(self):
+        self.n = 3
+    def test_all(self):
+        r = task_func(self.n)
+        self.assertEqual(r, 6, "message dropped")
+        self.assertEqual(-1.5, task_func(-0.75))
+        self.assertNotEqual(r, 7)
+        self.assertTrue(r)
+        self.assertFalse(task_func(0))
+        self.assertTrue(r > 5)
+        self.assertFalse(r == 5)
+        self.assertIn(r, [6, 7])
+        self.assertIn(6, task_func([3]))
+        self.assertIsNone(task_func(None))
+        self.assertIsNotNone(r)
+        self.assertIsInstance(r, int)
+        self.assertAlmostEqual(task_func(0.1), 0.2, places=3)
+        self.assertAlmostEqual(task_func(0.1), 0.2, delta=1e-3)
+        self.assertAlmostEqual(task_func(0.1), 0.2, 2)
+        self.assertGreater(r, 2 ** 2)
+        self.assertCountEqual(task_func([1, 2]), [4, 2])
+        self.assertRaises(ValueError, task_func, "x")
+        with self.assertRaises((TypeError, KeyError)) as cm:
+            task_func({})
+        with self.assertRaisesRegex(ValueError, "neg.*"):
+            task_func(-100)
+        for k in range(3):
+            self.assertLess(task_func(k), 10)
+'''
+    rewritten, found = sites(script, "unittest")
+    f = "TestCases.test_all"
+    assert found == [
+        ("==", 6, None, f, True), ("==", -1.5, None, f, True), ("!=", 7, None, f, True), ("truthy", True, None, f, True),
+        ("falsy", False, None, f, True), (">", 5, None, f, True), ("!=", 5, None, f, True), ("in", [6, 7], None, f, True),
+        ("contains", 6, None, f, True), ("is", None, None, f, True), ("is not", None, None, f, True),
+        ("truthy", True, None, f, True), ("almost", 0.2, {"places": 3}, f, True), ("almost", 0.2, {"delta": 1e-3}, f, True),
+        ("almost", 0.2, {"places": 2}, f, True), (">", 4, None, f, True), ("count_equal", [4, 2], None, f, True),
+        ("raises", ["ValueError"], None, f, True), ("raises", ["TypeError", "KeyError"], None, f, True),
+        ("raises", ["ValueError"], {"match": "neg.*"}, f, True), ("<", 10, None, f, False)]
+    assert "isinstance(r, int)" in rewritten.script and "__codea1_raises_call__(17, task_func, 'x')" in rewritten.script
+
+
+@pytest.mark.parametrize("script, why", [
+    ("def test_a():\n    expected = sorted([3, 1])\n    assert f(1) == expected\n", "neither side"),
+    ("import pandas as pd\nclass TestCases:\n    def test_a(self):\n        df = pd.DataFrame({'a': [1]})\n"
+     "        self.assertEqual(task_func(), df)\n", "neither side"),
+    ("def test_a():\n    m = f(1)\n    m.assert_called_once_with(2)\n    assert f(1) == 1\n", "check made in the child"),
+    ("def test_a():\n    if f(1) != 2:\n        raise AssertionError\n    assert f(1) == 2\n", "raises by itself"),
+    ("import pytest\n@pytest.mark.skip\ndef test_a():\n    assert f(1) == 2\n", "a skip"),
+    ("import pytest\n@pytest.mark.parametrize('x, y', [(1, 2)])\ndef test_a(x, y):\n    assert f(x) == y\n",
+     "neither side"),
+    ("def test_a():\n    assert all(v == 1 for v in f(1))\n", "comparison inside"),
+    ("def test_a():\n    assert 0 < f(1) < 3\n", "chained"),
+    ("def test_a():\n    data = [1, 2]\n    assert f(data) == data\n", "neither side"),
+    ("def test_a():\n    f(1)\n", "no check"),
+    ("def helper(x):\n    assert x == 1\ndef test_a():\n    assert f(1) == 1\n    helper(f(1))\n", "could not be rewritten"),
+    ("import pytest\ndef test_a():\n    with pytest.raises(ValueError) as e:\n        f(1)\n    e.match('bad')\n",
+     "match"),
+    ("def test_a():\n    for x, y in [(1, 2)]:\n        assert f(x) == y\n", "neither side"),
+])
+def test_scripts_that_stay_in_process_say_why(script, why):
+    rewritten, reason = rewrite_script(script, "pytest" if "class TestCases" not in script else "unittest")
+    assert rewritten is None and why in reason, reason
+    test = TestCase(id="pytest/script", kind="script", script=script, framework="pytest")
+    assert rewrite_test(test) is test and test.judged == "in-process"
+
+
+def test_a_script_splits_into_its_rewritable_functions_and_the_rest():
+    script = KODCODE + "\ndef test_runtime_expected():\n    assert add(1, 1) == div(4, 2)\n"
+    parent, rest = split_test(TestCase(id="pytest/script", kind="script", script=script, framework="pytest"))
+    assert (parent.id, parent.judged, rest.id, rest.judged) == ("pytest/script", "parent", "pytest/script/in-process",
+                                                                "in-process")
+    assert parent.expected["functions"] == ["test_add", "test_div"]
+    assert "test_runtime_expected" not in parent.script and "def test_add" not in rest.script
+    whole = TestCase(id="unittest/0", kind="script", script=BIGCODEBENCH, framework="unittest")
+    assert [t.judged for t in split_test(whole)] == ["parent"]
+
+
+def test_the_restricted_evaluator_knows_literals_and_refuses_code():
+    import ast
+
+    def value(text):
+        return known_value(ast.parse(text, mode="eval").body)
+
+    assert value("[1, -2, (3, 4.5), {'a': {1, 2}}]") == [1, -2, (3, 4.5), {"a": {1, 2}}]
+    assert value("float('inf')") == float("inf") and value("-float('-inf')") == float("inf")
+    assert value("2 ** 10 + 3 * 4 - 1 / 4") == 1035.75 and value("[0] * 3") == [0, 0, 0]
+    assert value("set()") == set() and value("tuple([1, 2])") == (1, 2) and value("'ab' + 'c'") == "abc"
+    for text in ("f(1)", "x", "sorted([2, 1])", "[0] * 10 ** 9", "9 ** 10 ** 8", "[*a]", "{**a}", "(1).real",
+                 "[i for i in range(3)]", "1 / 0", "__import__('os')"):
+        with pytest.raises(Unknown):
+            value(text)
+
+
+# -- the parent's judgement ------------------------------------------------------------------
+
+def table_of(script, framework="pytest"):
+    rewritten, why = rewrite_script(script, framework)
+    assert rewritten is not None, why
+    return rewritten.table()
+
+
+def test_the_parent_judges_values_and_completeness():
+    script = ("def test_a():\n    assert f(1) == 2\n    for x in f(2):\n        assert x > 0\n    assert f(3) == 4\n"
+              "def test_b():\n    if f(0):\n        assert f(0) == 1\n")
+    table = table_of(script)
+    all_returned = {"test_a": "returned", "test_b": "returned"}
+
+    def verdict(reports, functions=all_returned):
+        return judge_reports(table, {"f": functions, "r": reports, "e": ""})
+
+    good = [[0, "v", 2], [1, "v", 5], [1, "v", 6], [2, "v", 4], [3, "v", 1]]
+    assert verdict(good) == (True, "")
+    assert verdict([[0, "v", 2], [2, "v", 4], [3, "v", 1]]) == (True, "")  # an empty loop checks nothing, as in Python
+    ok, message = verdict([[0, "v", 2], [1, "v", 0], [2, "v", 4], [3, "v", 1]])
+    assert not ok and "expected > 0" in message
+    ok, message = verdict([[0, "v", 2], [3, "v", 1]])  # returned before line 5
+    assert not ok and "returned before the check on line 5" in message
+    ok, message = verdict([[0, "v", 2], [2, "v", 4]])  # test_b reached none of its checks
+    assert not ok and "test_b: no check was reached" in message
+    ok, message = verdict(good, {"test_a": "returned", "test_b": "skipped: no reason"})
+    assert not ok and "skipped" in message
+    ok, message = verdict(good, {"test_a": "returned"})
+    assert not ok and "test_b: did not run" in message
+    ok, message = verdict([[0, "v", {"o": "solution.Liar"}]] + good[1:])
+    assert not ok and "expected == 2" in message
+
+
+def test_raises_approx_and_almost_sites():
+    script = ("import pytest\ndef test_a():\n    with pytest.raises(ValueError, match='bad v'):\n        f(1)\n"
+              "    assert f(2) == pytest.approx([1.0, 2.0], abs=0.01)\n")
+    table = table_of(script)
+    returned = {"test_a": "returned"}
+    assert judge_reports(table, {"f": returned, "r": [[0, "e", ["ValueError", "Exception"], "a bad value"],
+                                                      [1, "v", [1.001, 2.0]]], "e": ""}) == (True, "")
+    for reports in ([[0, "n"], [1, "v", [1.0, 2.0]]],
+                    [[0, "e", ["TypeError"], "bad v"], [1, "v", [1.0, 2.0]]],
+                    [[0, "e", ["ValueError"], "good"], [1, "v", [1.0, 2.0]]],
+                    [[0, "e", ["ValueError"], "bad v"], [1, "v", [1.1, 2.0]]]):
+        assert not judge_reports(table, {"f": returned, "r": reports, "e": ""})[0], reports
+
+
+# -- the protocol ----------------------------------------------------------------------------
+
+def parent_job():
+    test = rewrite_test(TestCase(id="unittest/0", kind="script", script=BIGCODEBENCH, framework="unittest"))
+    return ExecJob(job_id="j", code="", tests=[test], time_limits=[10.0])
+
+
+def records(*recs):
+    return [json.dumps(r) for r in ({"load": "ok"}, *recs, {"done": True})]
+
+
+def test_a_verdict_from_the_child_for_a_parent_judged_test_is_a_protocol_violation():
+    job = parent_job()
+    raw = parse_records(job, records({"i": 0, "s": "passed", "e": "", "t": 0.1}), "finished")
+    assert raw.exit.startswith("protocol:")
+    assert judge("t", 0, job, raw).status == FAIL
+    in_process = ExecJob(job_id="k", code="", tests=[TestCase(id="s", kind="script", script=BIGCODEBENCH,
+                                                              framework="unittest")], time_limits=[10.0])
+    raw = parse_records(in_process, records({"i": 0, "s": "reports", "f": {}, "r": []}), "finished")
+    assert raw.exit.startswith("protocol:")
+    for bad in ([[99, "v", 1]], [["0", "v", 1]], [[0, "q"]], "x"):
+        raw = parse_records(job, records({"i": 0, "s": "reports", "f": {}, "r": bad}), "finished")
+        assert raw.exit.startswith("protocol:"), bad
+
+
+# -- end to end, through the subprocess executor --------------------------------------------
+
+def run_script(executor, code: str, script: str, framework: str, rewrite: bool):
+    test = TestCase(id="script/0", kind="script", script=script, framework=framework)
+    if rewrite:
+        test = rewrite_test(test)
+        assert test.judged == "parent"
+    job = ExecJob(job_id=f"s-{abs(hash((code, script, rewrite)))}", code=code, tests=[test], time_limits=[30.0],
+                  batch_timeout=60.0, memory_mb=1024)
+    raw = run_jobs(executor, [job])[job.job_id]
+    return judge("task", 0, job, raw)
+
+
+FAKE_PASSED = ("import os\nos.write(3, b'{\"load\":\"ok\"}\\n{\"i\":0,\"s\":\"passed\",\"e\":\"\",\"t\":0.1}\\n"
+               "{\"done\":true}\\n')\nos._exit(0)\n")
+FAKE_REPORTS = ("import os, json\nr = [[k, 'v', True] for k in range(5)]\n"
+                "os.write(3, (json.dumps({'load': 'ok'}) + '\\n' + json.dumps({'i': 0, 's': 'reports', 'f': "
+                "{n: 'returned' for n in ('test_add', 'test_div', 'TestCases.test_double', 'TestCases.test_negative')}, "
+                "'r': r, 'e': '', 't': 0.1}) + '\\n{\"done\":true}\\n').encode())\nos._exit(0)\n")
+PATCH_UNITTEST = ("import unittest, unittest.case\nunittest.TestCase.assertEqual = lambda *a, **k: None\n"
+                  "unittest.case.TestCase.assertTrue = lambda *a, **k: None\n"
+                  "unittest.case.TestCase.assertIn = lambda *a, **k: None\n"
+                  "unittest.TestResult.wasSuccessful = lambda self: True\n"
+                  "unittest.TestResult.addFailure = lambda *a, **k: None\n")
+CONFTEST = ("open('conftest.py', 'w').write('def pytest_pyfunc_call(pyfuncitem):\\n    return True\\n')\n"
+            "open('pytest.ini', 'w').write('[pytest]\\npython_functions = nothing_\\n')\n")
+THREAD = ("import threading, time, glob\ndef _rewrite():\n    while True:\n"
+          "        for name in glob.glob('test_solution*.py'):\n"
+          "            try:\n                open(name, 'w').write('def test_ok():\\n    pass\\n')\n"
+          "            except OSError:\n                pass\n        time.sleep(0.001)\n"
+          "threading.Thread(target=_rewrite, daemon=True).start()\n")
+META_PATH = ("import sys, importlib.util\nFAKE = '''\nclass TestCase:\n"
+             "    def __init__(self, name='runTest'):\n        self._testMethodName = name\n"
+             "class TestResult:\n    def __init__(self):\n        self.failures, self.errors, self.skipped = [], [], []\n"
+             "        self.expectedFailures, self.unexpectedSuccesses, self.testsRun = [], [], 1\n"
+             "class _Suite(list):\n    def run(self, result):\n        return result\n"
+             "class TestLoader:\n    def loadTestsFromTestCase(self, cls):\n        return _Suite()\n'''\n"
+             "class Loader:\n    def create_module(self, spec):\n        return None\n"
+             "    def exec_module(self, module):\n        exec(FAKE, module.__dict__)\n"
+             "class Finder:\n    def find_spec(self, name, path=None, target=None):\n"
+             "        if name == 'unittest':\n            return importlib.util.spec_from_loader(name, Loader())\n"
+             "sys.meta_path.insert(0, Finder())\n")
+MODULE_BUILTINS = ("import builtins\ndef _build_class(func, name, *bases, **kw):\n"
+                   "    cls = builtins.__build_class__(func, name, *bases, **kw)\n"
+                   "    for key in [k for k in vars(cls) if k.startswith('test')]:\n"
+                   "        setattr(cls, key, lambda self: None)\n    return cls\n"
+                   "__builtins__ = dict(vars(builtins), __build_class__=_build_class)\n")
+LIAR = ("class Liar:\n    def __eq__(self, o):\n        return True\n    def __ne__(self, o):\n        return False\n"
+        "    def __contains__(self, o):\n        return True\n    __hash__ = object.__hash__\n")
+LIAR_PYTEST = LIAR + "def add(a, b):\n    return Liar()\ndef div(a, b):\n    return a / b if b else Liar()\n"
+LIAR_UNITTEST = LIAR + "def task_func(x):\n    if x < 0:\n        raise ValueError(x)\n    return Liar()\n"
+SKIP_PYTEST = "import pytest\ndef add(a, b):\n    pytest.skip('nothing to see')\ndef div(a, b):\n    pytest.skip('no')\n"
+SKIP_UNITTEST = "import unittest\ndef task_func(x):\n    raise unittest.SkipTest('nothing to see')\n"
+# The first call answers right and makes the test function jump to its last line: the checks
+# in between are skipped (in-process, pytest sees a test that returned).
+JUMP = ("import sys\ndef add(a, b):\n    caller = sys._getframe(1)\n    if getattr(add, 'done', False):\n"
+        "        return a * b\n    add.done = True\n"
+        "    last = max(line for _, _, line in caller.f_code.co_lines() if line)\n"
+        "    def tracer(frame, event, arg):\n        if event == 'line' and frame is caller and frame.f_lineno < last:\n"
+        "            try:\n                frame.f_lineno = last\n            except ValueError:\n                pass\n"
+        "        return tracer\n    caller.f_trace = tracer\n    sys.settrace(lambda *a: None)\n"
+        "    return a + b\ndef div(a, b):\n    return a / b\n")
+
+PYTEST_ATTACKS = {"fake passed record": FAKE_PASSED + KODCODE_WRONG, "forged reports": FAKE_REPORTS + KODCODE_WRONG,
+                  "conftest.py and pytest.ini": CONFTEST + KODCODE_WRONG, "thread": THREAD + KODCODE_WRONG,
+                  "lying __eq__": LIAR_PYTEST, "skip": SKIP_PYTEST, "jump to the last line": JUMP}
+UNITTEST_ATTACKS = {"fake passed record": FAKE_PASSED + BIGCODEBENCH_WRONG,
+                    "forged reports": FAKE_REPORTS + BIGCODEBENCH_WRONG,
+                    "patched unittest": PATCH_UNITTEST + BIGCODEBENCH_WRONG, "thread": THREAD + BIGCODEBENCH_WRONG,
+                    "sys.meta_path hook": META_PATH + BIGCODEBENCH_WRONG,
+                    "module-level __builtins__": BIGCODEBENCH_WRONG + MODULE_BUILTINS,
+                    "lying __eq__": LIAR_UNITTEST, "skip": SKIP_UNITTEST}
+
+
+def test_correct_programs_pass_rewritten_and_in_process(executor):
+    for rewrite in (True, False):
+        assert run_script(executor, KODCODE_GOOD, KODCODE, "pytest", rewrite).status == PASS
+        assert run_script(executor, BIGCODEBENCH_GOOD, BIGCODEBENCH, "unittest", rewrite).status == PASS
+        assert run_script(executor, KODCODE_WRONG, KODCODE, "pytest", rewrite).status == FAIL
+        assert run_script(executor, BIGCODEBENCH_WRONG, BIGCODEBENCH, "unittest", rewrite).status == FAIL
+
+
+@pytest.mark.parametrize("attack", sorted(PYTEST_ATTACKS))
+def test_forging_a_rewritten_pytest_script_fails(executor, attack):
+    verdict = run_script(executor, PYTEST_ATTACKS[attack], KODCODE, "pytest", True)
+    assert verdict.status == FAIL, (attack, verdict.message)
+
+
+@pytest.mark.parametrize("attack", sorted(UNITTEST_ATTACKS))
+def test_forging_a_rewritten_unittest_class_fails(executor, attack):
+    verdict = run_script(executor, UNITTEST_ATTACKS[attack], BIGCODEBENCH, "unittest", True)
+    assert verdict.status == FAIL, (attack, verdict.message)
+
+
+@pytest.mark.parametrize("framework, attack", [("pytest", "conftest.py and pytest.ini"), ("pytest", "thread"),
+                                               ("unittest", "thread"), ("unittest", "sys.meta_path hook"),
+                                               ("unittest", "module-level __builtins__")])
+def test_in_process_scripts_run_on_a_restored_interpreter(executor, framework, attack):
+    """What still runs in-process: no conftest.py or ini file of the working directory, no
+    thread of the program, no import hook, no module-level builtins of its own."""
+    code = (PYTEST_ATTACKS if framework == "pytest" else UNITTEST_ATTACKS)[attack]
+    script = KODCODE if framework == "pytest" else BIGCODEBENCH
+    verdict = run_script(executor, code, script, framework, False)
+    assert verdict.status == FAIL, (attack, verdict.message)
+    if attack == "thread":
+        assert "the program left threads running" in verdict.message
