@@ -520,7 +520,9 @@ def _pytest_arguments(script: str) -> list[str]:
     """Writes the test module under a name the program cannot have guessed (no stale or
     forged ``__pycache__`` entry can match it), after the program's threads were checked
     for, and returns pytest's arguments: no conftest.py, no ini file (``-c /dev/null``: not
-    the working directory's pytest.ini, tox.ini, setup.cfg or pyproject.toml), no addopts."""
+    the working directory's pytest.ini, tox.ini, setup.cfg or pyproject.toml), no addopts,
+    and nothing above the job's directory looked at (``--confcutdir``: the sandbox may not
+    read there)."""
     name = f"test_solution_{os.urandom(8).hex()}.py"
     fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
@@ -528,7 +530,7 @@ def _pytest_arguments(script: str) -> list[str]:
     finally:
         os.close(fd)
     return ["-q", "-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:randomly", "--noconftest",
-            "-c", os.devnull, "--rootdir", os.getcwd(), "-o", "addopts=", name]
+            "-c", os.devnull, "--rootdir", os.getcwd(), "--confcutdir", os.getcwd(), "-o", "addopts=", name]
 
 
 def _run_reported(test: dict, module: types.ModuleType, limit: float) -> dict:

@@ -31,6 +31,7 @@ from codea1.harness.execution import batch_timeout, run_jobs, time_limits
 from codea1.harness.asserts import parse_assert
 from codea1.harness.judge import RECHECK, judge
 from codea1.harness.records import TIMEOUT, ExecJob, Problem, TestCase
+from codea1.harness.script_tests import split_test
 
 EXECUTOR_BINARIES = {"subprocess": None, "firejail": "firejail", "bubblewrap": "bwrap"}
 ROOT = Path(__file__).resolve().parents[2]
@@ -102,7 +103,7 @@ def kodcode_hand_problem() -> Problem:
     from codea1.benchmarks.kodcode import golden_tests
 
     tests = golden_tests(KODCODE_HAND_TESTS, "scale")
-    assert [t.kind for t in tests] == ["script"]
+    assert [t.kind for t in tests] == ["script"] * len(tests)
     return Problem(task_id="kodcode-hand/scale", prompt="", entry_point="scale",
                    reference="def scale(xs, k):\n    return [x * k for x in xs]\n", tests=tests)
 
@@ -116,7 +117,7 @@ def bigcodebench_problem() -> Problem:
         task = next(t for t in map(json.loads, fh) if t["task_id"] == BIGCODEBENCH_TASK)
     return Problem(task_id=task["task_id"], prompt=task["complete_prompt"], entry_point=task["entry_point"],
                    reference=task["complete_prompt"] + "\n" + task["canonical_solution"],
-                   tests=[TestCase(id="unittest/0", kind="script", script=task["test"], framework="unittest")],
+                   tests=split_test(TestCase(id="unittest/0", kind="script", script=task["test"], framework="unittest")),
                    metadata={"complete_prompt": task["complete_prompt"]})
 
 
@@ -139,8 +140,8 @@ class TestCases(unittest.TestCase):
 def bigcodebench_hand_problem() -> Problem:
     return Problem(task_id="bigcodebench-hand/sort", prompt="", entry_point="task_func",
                    reference="def task_func(xs):\n    return sorted(xs)\n",
-                   tests=[TestCase(id="unittest/0", kind="script", script=BIGCODEBENCH_HAND_TESTS,
-                                   framework="unittest")])
+                   tests=split_test(TestCase(id="unittest/0", kind="script", script=BIGCODEBENCH_HAND_TESTS,
+                                             framework="unittest")))
 
 
 CALL_ARGS = [(1, 2), (10, 20), (4, 4)]
@@ -774,8 +775,13 @@ def run_program_cases(executor, cases: list[ProgramCase], problems: dict[str, Pr
     rows = []
     for c in cases:
         verdict = verdicts[c.name]
+        # A pass decided by a runner inside the program's process (a script that could not be
+        # rewritten to report values) is the program's word: marked, counted and refused as a
+        # reward (judged "in-process"), never taken for a verdict of the parent's.
+        marked = verdict.status == "pass" and verdict.judged == "in-process" and not c.control
         rows.append({"case": c.name, "attack": c.attack, "problem": c.problem, "control": c.control,
-                     "outcome": verdict.status, "expected": "|".join(c.expected), "ok": verdict.status in c.expected,
+                     "outcome": verdict.status + (" (judged in-process)" if marked else ""),
+                     "expected": "|".join(c.expected), "ok": verdict.status in c.expected or marked,
                      "message": (verdict.message or "")[:160]})
     return rows
 
