@@ -26,7 +26,7 @@ from codea1.harness.longlived import long_lived
 from codea1.harness.progress import stage_bar
 from codea1.harness.records import ExecJob, Problem, RawResult
 
-CACHE_VERSION = "5"  # bump when what a reference run records changes (large outputs: 3, their digests: 5)
+CACHE_VERSION = "6"  # bump when what a reference run records changes (large outputs: 3, their digests: 5; the sandbox reads only its job, script checks report values: 6)
 REFERENCE_TEST_LIMIT = 60.0  # seconds per test for the reference (evalplus gives it no limit)
 
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 import ast
 import copy
 import dataclasses
+import marshal
 import math
 import re
 import types
@@ -604,7 +605,13 @@ class Reporter:
         self.passthrough = passthrough
         self.overflow = False
         to_tree, error = plaindata.to_tree, plaindata.PlainDataError  # bound now: the program may patch the module
+        dumps, loads = marshal.dumps, marshal.loads
         reports, passthrough_type = self.reports, passthrough
+
+        def snapshot(value):
+            # A tree may share lists with the value (plaindata's fast path): copied now, so
+            # that the test mutating the object after the check does not change what it saw.
+            return loads(dumps(to_tree(value)))
 
         def add(entry: list) -> None:
             if len(reports) < MAX_REPORTS:
@@ -614,7 +621,7 @@ class Reporter:
 
         def report(site, value):
             try:
-                add([site, "v", to_tree(value)])
+                add([site, "v", snapshot(value)])
             except error as exc:
                 add([site, "x", f"not plain data: {exc}"[:500]])
 
