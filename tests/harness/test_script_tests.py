@@ -353,3 +353,14 @@ def test_in_process_scripts_run_on_a_restored_interpreter(executor, framework, a
     assert verdict.status == FAIL, (attack, verdict.message)
     if attack == "thread":
         assert "the program left threads running" in verdict.message
+
+
+def test_a_check_sees_the_value_as_it_was_when_checked(executor):
+    """The report is a snapshot: a test that mutates the object after checking it (KodCode's
+    queue tests) is judged on what each check saw."""
+    code = "class Queue:\n    def __init__(self):\n        self.items = []\n    def push(self, x):\n        self.items.append(x)\n"
+    script = ("from solution import Queue\n\ndef test_push():\n    q = Queue()\n    q.push(1)\n"
+              "    assert q.items == [1]\n    q.push(2)\n    assert q.items == [1, 2]\n")
+    assert run_script(executor, code, script, "pytest", True).status == PASS
+    wrong = code.replace("self.items.append(x)", "self.items.insert(0, x)")
+    assert run_script(executor, wrong, script, "pytest", True).status == FAIL
