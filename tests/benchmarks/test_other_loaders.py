@@ -179,3 +179,26 @@ def test_kodcode_plain_assert_functions_become_call_tests(plugins, tmp_path):
 def test_kodcode_without_data_says_so(plugins):
     with pytest.raises(BenchmarkError, match="needs --data"):
         plugins.benchmarks.create("kodcode").load()
+
+
+def test_verdicts_judged_in_process_are_counted_and_named_in_reports(plugins, tmp_path):
+    """A KodCode task whose test module keeps functions that cannot be rewritten to report
+    values: its verdicts are judged in-process, counted in results.json, marked in
+    verdicts.jsonl and named in a report's warnings; a task judged wholly outside is not."""
+    pytest.importorskip("pandas")
+    from codea1.harness.flows.report import ReportConfig, build_report
+
+    folder = shared_file("kodcode")
+    problems = {p.task_id: p for p in plugins.benchmarks.create("kodcode", {"data": str(folder)}).load()}
+    inside, outside = problems["Leetcode_00000047_C"], problems["Algorithm_00000056_I"]
+    assert any(t.judged == "in-process" for t in inside.tests)
+    assert all(t.judged == "parent" for t in outside.tests)
+    rows = [{"task_id": p.task_id, "solution": p.reference} for p in (inside, outside)]
+    res = evaluate(plugins, EvaluateConfig(benchmark="kodcode", data=str(folder), out=str(tmp_path / "run"),
+                                           tasks=[inside.task_id, outside.task_id],
+                                           samples=write_samples(tmp_path / "s.jsonl", rows), progress=False))
+    assert res["counts"]["pass"] == 2 and res["counts"]["judged_in_process"] == 1
+    judged = {v["task_id"]: v["judged"] for v in map(json.loads, (tmp_path / "run" / "verdicts.jsonl").open())}
+    assert judged == {inside.task_id: "in-process", outside.task_id: "parent"}
+    warnings = build_report(ReportConfig(runs=[str(tmp_path / "run")], out=str(tmp_path / "report"))).warnings
+    assert any("1 of 2 verdicts judged in-process" in w for w in warnings)
