@@ -66,6 +66,23 @@ def executor_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workers", type=int, help="parallel sandbox workers (default: all cores)")
 
 
+def limit_flags(p: argparse.ArgumentParser) -> None:
+    """evalplus' knobs, with evalplus' names and meaning: per test max(floor, factor x the
+    reference's time)."""
+    p.add_argument("--min-time-limit", type=float, metavar="SECONDS",
+                   help="floor of every test's time limit (default: the benchmark's; evalplus' 1 s)")
+    p.add_argument("--gt-time-limit-factor", type=float, metavar="X",
+                   help="a test's limit is X times the reference solution's time, at least the floor "
+                        "(default: the benchmark's; evalplus' 4)")
+    p.add_argument("--memory-mb", type=int, metavar="MB",
+                   help="address-space limit of each sandboxed program (default: the benchmark's; 4096)")
+
+
+def limits(args: argparse.Namespace) -> dict:
+    return dict(min_time_limit=args.min_time_limit, gt_time_limit_factor=args.gt_time_limit_factor,
+                memory_mb=args.memory_mb)
+
+
 def run_dir_flags(p: argparse.ArgumentParser, what: str = "run directory") -> None:
     p.add_argument("--out", required=True, help=f"{what} (resumed when it exists)")
     p.add_argument("--overwrite", action="store_true", help="discard what --out holds and start over")
@@ -159,6 +176,7 @@ class EvaluateCommand(Command):
         benchmark_flags(p, "benchmark name (see `codea1 plugins`)")
         p.add_argument("--samples", help="samples .jsonl (solution|completion per line) or evalplus samples directory")
         executor_flags(p)
+        limit_flags(p)
         p.add_argument("--k", type=ks, default=[1], help="comma-separated k for pass@k/avg@k (default 1)")
         run_dir_flags(p)
         p.add_argument("--per-task", action="store_true", help="print the per-task table whatever the task count")
@@ -169,7 +187,7 @@ class EvaluateCommand(Command):
     def run(self, plugins, args):
         from codea1.harness.flows.evaluate import EvaluateConfig, evaluate
 
-        cfg = EvaluateConfig(**common(args), samples=args.samples, k=args.k,
+        cfg = EvaluateConfig(**common(args), **limits(args), samples=args.samples, k=args.k,
                              reference_cache=not args.no_reference_cache, dedupe=not args.no_dedupe)
         r = evaluate(plugins, cfg)
         print(f"benchmark {r['benchmark']}  samples {r['counts']['samples']}  (resumed {r['resumed']})  "
@@ -198,6 +216,7 @@ class EvaluateTestsCommand(Command):
                        help="tests .jsonl (task_id + tests list or completion per line), or 'golden' for the "
                             "benchmark's own")
         executor_flags(p)
+        limit_flags(p)
         p.add_argument("--k", type=ks, default=[1, 2, 5], help="comma-separated k (default 1,2,5)")
         p.add_argument("--mutant-timeout", type=float, default=10.0, help="seconds per mutant, all its tests (default 10)")
         p.add_argument("--mut-task-set", choices=("per-k", "largest-k"), default="per-k",
@@ -220,7 +239,7 @@ class EvaluateTestsCommand(Command):
             evaluate_tests,
         )
 
-        cfg = EvaluateTestsConfig(**common(args), tests=args.tests, k=args.k, mutant_timeout=args.mutant_timeout,
+        cfg = EvaluateTestsConfig(**common(args), **limits(args), tests=args.tests, k=args.k, mutant_timeout=args.mutant_timeout,
                                   mut_task_set=args.mut_task_set, coverage=not args.no_coverage, suite=args.suite,
                                   allow_other_forms=args.allow_other_forms)
         r = evaluate_tests(plugins, cfg)

@@ -63,6 +63,33 @@ class ExecutingRunConfig(RunConfig):
     workers: int | None = None
 
 
+@dataclass(kw_only=True)
+class LimitedRunConfig(ExecutingRunConfig):
+    """A flow that judges programs under evalplus' limits, with evalplus' knobs: per test
+    max(``min_time_limit``, ``gt_time_limit_factor`` x the reference's time) seconds, and
+    ``memory_mb`` of address space for the child (evalplus reads EVALPLUS_MAX_MEMORY_BYTES).
+    None keeps the benchmark's own value; config.json records the values used."""
+
+    min_time_limit: float | None = None
+    gt_time_limit_factor: float | None = None
+    memory_mb: int | None = None
+
+    def apply_limits(self, bench) -> dict[str, float | int]:
+        """Set the knobs given on ``bench``; return the limits the run uses."""
+        for flag, value in (("--min-time-limit", self.min_time_limit),
+                            ("--gt-time-limit-factor", self.gt_time_limit_factor), ("--memory-mb", self.memory_mb)):
+            if value is not None and not value > 0:
+                raise ConfigError(f"{flag} {value}: expected a positive number")
+        if self.min_time_limit is not None:
+            bench.min_time_limit = float(self.min_time_limit)
+        if self.gt_time_limit_factor is not None:
+            bench.time_factor = float(self.gt_time_limit_factor)
+        if self.memory_mb is not None:
+            bench.memory_mb = int(self.memory_mb)
+        return {"min_time_limit": bench.min_time_limit, "gt_time_limit_factor": bench.time_factor,
+                "memory_mb": bench.memory_mb}
+
+
 def create_benchmark(plugins, name: str, data: str | None, options: dict[str, str]):
     """The benchmark plugin ``name`` with its options; ``--data`` is the ``data`` option."""
     return plugins.benchmarks.create(name, {**options, **({"data": data} if data else {})})
@@ -116,6 +143,7 @@ class Run:
         self.plugins = plugins
         self.cfg = cfg
         self.bench = create_benchmark(plugins, cfg.benchmark, cfg.data, cfg.benchmark_options)
+        self.limits = cfg.apply_limits(self.bench) if isinstance(cfg, LimitedRunConfig) else {}
         self._owns_executor = executor is None and isinstance(cfg, ExecutingRunConfig)
         if self._owns_executor:
             executor = plugins.executors.create(cfg.executor, cfg.executor_options, workers=cfg.workers)
@@ -135,7 +163,8 @@ class Run:
     def start(self, environment: dict[str, Any] | None = None, **config: Any) -> RunStore:
         """Write config.json (the config record, updated with ``config``: resolved paths,
         prompt texts) and environment.json, then announce the run."""
-        record = {**self.cfg.record(), "data_digest": data_digest(self.bench, self.all_problems), **config}
+        record = {**self.cfg.record(), **({"limits": self.limits} if self.limits else {}),
+                  "data_digest": data_digest(self.bench, self.all_problems), **config}
         self.store = RunStore(self.cfg.out, record, self.cfg.IDENTITY, overwrite=self.cfg.overwrite,
                               rows_name=self.cfg.rows_file())
         extra = dict(environment or {})

@@ -132,3 +132,48 @@ def test_data_of_another_benchmark_is_named_as_such(tmp_path, benchmark, parts, 
     run = codea1("evaluate", "--benchmark", benchmark, "--data", str(data), "--out", str(tmp_path / "o"))
     assert run.returncode == 2 and says in run.stderr and "Traceback" not in run.stderr, run.stderr
     assert not (tmp_path / "o").exists()
+
+
+def verdict_rows(run):
+    rows = [json.loads(line) for line in (run / "verdicts.jsonl").read_text().splitlines()]
+    return sorted(rows, key=lambda r: r["sample_index"])
+
+
+def test_evalplus_time_and_memory_knobs_change_verdicts_and_are_recorded(tmp_path):
+    slow_once = ("import time\n_slept = []\n\ndef digit_sum(n: int) -> int:\n    if not _slept:\n"
+                 "        _slept.append(1)\n        time.sleep(2.5)\n    return sum(int(c) for c in str(n))\n")
+    big = "_block = bytearray(1536 * 2**20)\n\ndef digit_sum(n: int) -> int:\n    return sum(int(c) for c in str(n))\n"
+    samples = tmp_path / "samples.jsonl"
+    samples.write_text("".join(json.dumps({"task_id": "demo/0", "solution": s}) + "\n" for s in (slow_once, big)))
+    base = ["evaluate", "--benchmark", "demo", "--tasks", "demo/0", "--samples", str(samples), "--no-progress"]
+
+    default = codea1(*base, "--out", str(tmp_path / "default"))
+    assert default.returncode == 0, default.stderr
+    statuses = [r["status"] for r in verdict_rows(tmp_path / "default")]
+    assert statuses == ["timeout", "pass"]  # 2.5 s > evalplus' 1 s floor; 1.5 GB < 4 GB
+    config = json.loads((tmp_path / "default" / "config.json").read_text())
+    assert config["limits"] == {"min_time_limit": 1.0, "gt_time_limit_factor": 4.0, "memory_mb": 4096}
+
+    knobs = ["--min-time-limit", "60", "--gt-time-limit-factor", "8", "--memory-mb", "1024"]
+    tuned = codea1(*base, *knobs, "--out", str(tmp_path / "tuned"))
+    assert tuned.returncode == 0, tuned.stderr
+    rows = verdict_rows(tmp_path / "tuned")
+    assert [r["status"] for r in rows] == ["pass", "error"]
+    assert "MemoryError" in json.dumps(rows[1])
+    config = json.loads((tmp_path / "tuned" / "config.json").read_text())
+    assert config["limits"] == {"min_time_limit": 60.0, "gt_time_limit_factor": 8.0, "memory_mb": 1024}
+    assert (config["min_time_limit"], config["gt_time_limit_factor"], config["memory_mb"]) == (60.0, 8.0, 1024)
+
+    # verdicts under other limits are not mixed into one run, and a limit must be positive
+    mixed = codea1(*base, "--out", str(tmp_path / "tuned"))
+    assert mixed.returncode == 2 and "'min_time_limit' was 60.0, now None" in mixed.stderr
+    zero = codea1(*base, "--min-time-limit", "0", "--out", str(tmp_path / "zero"))
+    assert zero.returncode == 2 and "--min-time-limit 0.0: expected a positive number" in zero.stderr
+    assert not (tmp_path / "zero").exists()
+
+    # evaluate-tests takes the same knobs (its mutants' per-test limits) and records them
+    tests = codea1("evaluate-tests", "--benchmark", "demo", "--tests", "golden", "--tasks", "demo/0", "--no-coverage",
+                   "--no-progress", *knobs, "--out", str(tmp_path / "tests"))
+    assert tests.returncode == 0, tests.stderr
+    config = json.loads((tmp_path / "tests" / "config.json").read_text())
+    assert config["limits"] == {"min_time_limit": 60.0, "gt_time_limit_factor": 8.0, "memory_mb": 1024}

@@ -35,12 +35,12 @@ from codea1.harness.records import (
     Verdict,
 )
 from codea1.harness.reference import ReferenceRun, run_references
-from codea1.harness.run import ExecutingRunConfig, Run, open_run
+from codea1.harness.run import LimitedRunConfig, Run, open_run
 from codea1.harness.samples import code_hash, load_samples
 
 
 @dataclass(kw_only=True)
-class EvaluateConfig(ExecutingRunConfig):
+class EvaluateConfig(LimitedRunConfig):
     samples: str | None = None
     k: list[int] = field(default_factory=lambda: [1])
     reference_cache: bool = True
@@ -48,7 +48,8 @@ class EvaluateConfig(ExecutingRunConfig):
 
     COMMAND = "evaluate"
     ROWS = "verdicts.jsonl"
-    IDENTITY = ("benchmark", "samples", "data", "benchmark_options")
+    IDENTITY = ("benchmark", "samples", "data", "benchmark_options", "min_time_limit", "gt_time_limit_factor",
+                "memory_mb")
 
 
 @dataclass

@@ -11,8 +11,9 @@ batch through the executor, each with one progress bar:
    measured with coverage.py inside the sandbox;
 3. mutants: mutants of the reference (``harness.mutation``, cosmic-ray's operators) run
    against the leading valid tests of eligible tasks; a mutant is killed when a test fails
-   or errors, or when the mutant does not even load. A mutant's tests get the limits the
-   second validation run gave the reference (``validity.candidate_time_limits``) and the
+   or errors, or when the mutant does not even load. A mutant's tests get evalplus' limits from
+   the reference's times in the second validation run (``--min-time-limit``,
+   ``--gt-time-limit-factor``; by default max(1 s, 4 x)) and the
    mutant a budget of at least their sum plus load time, so a test that is slow but valid
    on the reference cannot time out an equally fast mutant. A timeout is no kill: the
    mutant's ``first_timeout`` is kept, and for k beyond it the mutant counts as neither
@@ -32,15 +33,15 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Iterator
 
 from codea1.harness.errors import Codea1Error, ConfigError
-from codea1.harness.execution import stream_jobs
+from codea1.harness.execution import stream_jobs, time_limits
 from codea1.harness.jsonl import json_rows
 from codea1.harness.judge import judge
 from codea1.harness.metrics import TestMetric
 from codea1.harness.parsing import extract_tests
 from codea1.harness.progress import stage_bar
 from codea1.harness.records import ExecJob, Problem, TaskRecord, TestCase
-from codea1.harness.run import ExecutingRunConfig, Run, open_run
-from codea1.harness.validity import SuiteCheck, candidate_time_limits, check_suites
+from codea1.harness.run import LimitedRunConfig, Run, open_run
+from codea1.harness.validity import SuiteCheck, check_suites
 
 GOLDEN = "golden"
 
@@ -55,7 +56,7 @@ class TestsFileError(Codea1Error):
 
 
 @dataclass(kw_only=True)
-class EvaluateTestsConfig(ExecutingRunConfig):
+class EvaluateTestsConfig(LimitedRunConfig):
     tests: str  # a tests file, or "golden"
     k: list[int] = field(default_factory=lambda: [1, 2, 5])
     mutant_timeout: float = 10.0  # per mutant, all its tests (the reference evaluation's 10 s); at least their limits + 5 s
@@ -69,7 +70,7 @@ class EvaluateTestsConfig(ExecutingRunConfig):
     COMMAND = "evaluate-tests"
     ROWS = "tasks.jsonl"
     IDENTITY = ("benchmark", "tests", "data", "benchmark_options", "mutant_timeout", "test_timeout", "suite",
-                "allow_other_forms")
+                "allow_other_forms", "min_time_limit", "gt_time_limit_factor", "memory_mb")
 
 
 @dataclass
@@ -277,7 +278,7 @@ def mutants_stage(run: Run, cfg: EvaluateTestsConfig, staged: dict[str, Staged],
         mutants, s.record.mutants_total = generate_mutants(s.problem.reference)
         s.record.mutated_with = lead
         tests = s.check.tests[:lead]
-        limits = candidate_time_limits(s.check.times[:lead])
+        limits = time_limits(s.check.times[:lead], run.bench.min_time_limit, run.bench.time_factor)
         budget = max(cfg.mutant_timeout, sum(limits) + MUTANT_LOAD_ALLOWANCE)
         for m in mutants:
             entry = {"id": m.mutant_id, "first_fail": None, "first_timeout": None, "status": "pending",
