@@ -14,6 +14,7 @@ import ctypes
 import os
 import platform
 import resource
+import signal
 import struct
 import sys
 import sysconfig
@@ -411,6 +412,17 @@ def kill_orphans() -> int:
                 pass
         killed += len(found)
     return killed
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """SIGKILL when the parent exits (the forker outlives no zygote)."""
+    parent = os.getppid()
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # it exited before the request took hold
+        os._exit(1)
 
 
 PR_SET_DUMPABLE = 4

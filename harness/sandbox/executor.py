@@ -39,9 +39,8 @@ from codea1.harness.sandbox import confine
 from codea1.harness.sandbox.pool import DEFAULT_PRELOAD, ZygotePool, package_roots
 
 # What a program must not be able to read, each a key of info()["reads"]["guarantees"].
-# other_jobs_memory: a child is a fork of a zygote that ran earlier jobs, and their program
-# lines and results stay in its freed heap, which the child can scan (a known gap: false
-# for every zygote executor until children are forked from a process that never held a job).
+# other_jobs_memory: no earlier job's program, tests or results in the child's memory (it is
+# forked by the zygote's forker, which never holds a job; Landlock keeps it from /proc/*/mem).
 READ_GUARANTEES = ("benchmark_data", "run_directory", "home", "checkout", "other_jobs_files", "other_jobs_memory",
                    "other_processes")
 # Those a wrapper's limited view gives without Landlock: it still holds codea1's code folders,
@@ -123,8 +122,7 @@ class ZygoteExecutor(Executor):
             "enforced_by": enforced,
             "proc": "/proc/cpuinfo and /proc/meminfo only" if landlocked else
                     "the zygote's and its children's entries" if self.view_limited else "every process's entries",
-            "guarantees": {name: name != "other_jobs_memory"
-                           and (landlocked or (self.view_limited and name in OUT_OF_VIEW)) for name in READ_GUARANTEES},
+            "guarantees": {name: landlocked or (self.view_limited and name in OUT_OF_VIEW) for name in READ_GUARANTEES},
         }
 
     def start_in_background(self) -> None:

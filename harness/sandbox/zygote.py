@@ -2,11 +2,19 @@
 
 Started once per worker (``python -m harness.sandbox.zygote``), possibly inside firejail or
 bubblewrap, it pays interpreter start-up and imports once. For every job line read on stdin
-it forks a child that confines itself (new session, scrubbed environment, private temporary
+a child is forked that confines itself (new session, scrubbed environment, private temporary
 directory, rlimits, no new processes, no exec) and then runs ``harness.sandbox.child``. The
 zygote supervises from outside: it drains and caps stdout/stderr, reads the result pipe,
 kills the child's process group at the job's wall-clock deadline (the program can cancel its
 own alarms, not this), and answers one JSON line on stdout.
+
+Children are not forked by the zygote itself but by its forker (``Forker``), a process forked
+from the zygote before the zygote reads its first job. A child is a copy of its parent's
+memory, freed blocks included: forked from the zygote, it could scan the heap for the
+programs of earlier jobs (reference solutions among them) and the results the zygote relayed
+(reference outputs: expected values). The forker never holds a job: it gets the job's
+directory and descriptors (the job as marshal bytes in a memfd, the problem's tests in
+another, the three pipes), and the child reads its job from them.
 
 The first line the zygote writes is its capability report: {"ready": true, ...}.
 """
@@ -22,6 +30,7 @@ import select
 import selectors
 import shutil
 import signal
+import socket
 import sys
 import tempfile
 import time
@@ -70,73 +79,136 @@ class TestClock:
         return self.since + limit + max(self.GRACE, limit)
 
 
-class Zygote:
-    def __init__(self, seccomp: bool, file_mb: int, output_cap: int, reply=None, control_fd: int | None = None,
-                 landlock: bool = False, block_tcp: bool = True, readable: list[str] = ()):
+class ForkerGone(RuntimeError):
+    """The forker died or broke the protocol: this zygote can run no more jobs."""
+
+
+class Forker:
+    """Forks, confines and reaps the children, from memory that never held a job (see the
+    module docstring). ``start`` forks it from the zygote; the zygote then talks to it over a
+    SOCK_SEQPACKET socket: ``fork`` (the job's directory, descriptors attached) answers the
+    child's pid; ``reap`` (a deadline) waits for the child, kills its group when late, and
+    answers its wait status (None: killed) and how many orphans were killed."""
+
+    def __init__(self, seccomp: bool, landlock: bool, block_tcp: bool, read_rules: list, file_mb: int):
         self.seccomp = seccomp
         self.landlock = landlock
-        # Opened once: per job only the rules are added (confine.read_rules).
-        self.read_rules = confine.read_rules(readable) if landlock else []
         self.block_tcp = block_tcp
+        self.read_rules = read_rules
         self.file_mb = file_mb
-        self.output_cap = output_cap
-        self.root = tempfile.mkdtemp(prefix="codea1-zygote-")
-        self.reply = reply  # when set, result bytes are streamed as they arrive
-        self.control_fd = control_fd  # "cancel JOB_ID" lines from the parent
-        self.control_buffer = b""
-        self.job_id = None
-        self.jobs_run = 0
+        self.sock: socket.socket | None = None
+        self.pid = 0
+        self.subreaper = False
 
-    def _confine_child(self, job: dict, workdir: str, out_w: int, err_w: int, res_w: int, ruleset: int | None) -> None:
-        # What the child writes, the kernel copies from the zygote page by page (about 4 us
-        # a page): what can be made before the fork is (the Landlock rules, the environment).
-        os.setsid()
-        if ruleset is not None:  # first: the dup2s below may reuse its number
-            confine.enforce_ruleset(ruleset)
-        devnull = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(devnull, 0)
-        os.dup2(out_w, 1)
-        os.dup2(err_w, 2)
-        os.dup2(res_w, 3)
-        os.closerange(4, 65536)
-        os.chdir(workdir)
-        os.environ["HOME"] = os.environ["TMPDIR"] = workdir  # the rest is SAFE_ENV already (main)
-        tempfile.tempdir = workdir
-        cpu = int(job.get("batch_timeout", 60)) + 2
-        confine.set_limits(int(job.get("memory_mb", 4096)), cpu, self.file_mb)
-        if self.seccomp:
-            confine.install_no_process_filter()
+    def start(self, close_in_forker: list[int]) -> None:
+        """Fork the forker; ``close_in_forker``: the zygote's descriptors it must not keep
+        (stdin, the reply stream, the control pipe: the pool sees the zygote's end as EOF)."""
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        pid = os.fork()
+        if pid == 0:  # the forker: never returns
+            code = 0
+            try:
+                mine.close()
+                for fd in close_in_forker:
+                    try:
+                        os.close(fd)
+                    except OSError:
+                        pass
+                confine.die_with_parent()
+                self.sock = theirs
+                self.subreaper = confine.become_subreaper()
+                self._serve()
+            except BaseException:  # noqa: BLE001 - the zygote sees the socket close
+                code = 1
+            os._exit(code)
+        theirs.close()
+        self.sock, self.pid = mine, pid
+        self.subreaper = self._receive()[0]["subreaper"]
 
-    def run_job(self, job: dict) -> dict:
-        # A numbered directory in the zygote's private one (made by mkdtemp, mode 0700): none
-        # of mkdtemp's random-name work per job. Should the name be taken (a program that ran
-        # without Landlock made it), mkdtemp's random name, never a directory made by another.
-        self.jobs_run += 1
-        workdir = os.path.join(self.root, f"job-{self.jobs_run}")
+    # -- the zygote's side ------------------------------------------------------------------
+
+    def _receive(self) -> tuple[dict, list[int]]:
         try:
-            os.mkdir(workdir, 0o700)
-        except FileExistsError:
-            workdir = tempfile.mkdtemp(prefix="job-", dir=self.root)
-        ruleset, fds = None, []
+            data, fds, _flags, _addr = socket.recv_fds(self.sock, 4096, 8)
+        except OSError as exc:
+            raise ForkerGone(f"forker: {exc}") from exc
+        if not data:
+            raise ForkerGone("the forker exited")
+        return json.loads(data), fds
+
+    def _ask(self, request: dict, fds: list[int] = ()) -> dict:
         try:
-            if self.landlock:
-                ruleset = confine.landlock_ruleset(workdir, self.block_tcp, self.read_rules)[0]
-            for _ in range(3):
-                fds.extend(os.pipe())
-            sys.stdout.flush()
-            start = time.monotonic()
+            socket.send_fds(self.sock, [json.dumps(request).encode()], list(fds))
+        except OSError as exc:
+            raise ForkerGone(f"forker: {exc}") from exc
+        answer = self._receive()[0]
+        if "error" in answer:
+            raise OSError(answer["error"])
+        return answer
+
+    def fork(self, workdir: str, fds: list[int]) -> int:
+        """A confined child for the job in ``fds`` (job memfd, tests memfd, stdout, stderr and
+        result pipes' write ends); returns its pid."""
+        return int(self._ask({"fork": workdir}, fds)["pid"])
+
+    def reap(self, deadline: float) -> tuple[int | None, int]:
+        """(wait status or None when the child had to be killed, orphans killed)."""
+        answer = self._ask({"reap": deadline})
+        return answer["status"], answer["orphans_killed"]
+
+    def close(self) -> None:
+        if self.sock is not None:
+            self.sock.close()  # the forker reads EOF and exits
+            self.sock = None
+            try:
+                os.waitpid(self.pid, 0)
+            except ChildProcessError:
+                pass
+
+    # -- the forker's side ------------------------------------------------------------------
+
+    def _serve(self) -> None:
+        socket.send_fds(self.sock, [json.dumps({"subreaper": self.subreaper}).encode()], [])
+        child_pid, exited = 0, None
+        while True:
+            data, fds, _flags, _addr = socket.recv_fds(self.sock, 4096, 8)
+            if not data:
+                return
+            request = json.loads(data)
+            try:
+                if "fork" in request:
+                    child_pid = self._fork_child(request["fork"], fds)
+                    exited = _pidfd(child_pid)
+                    answer = {"pid": child_pid}
+                else:
+                    status = _reap(child_pid, exited, float(request["reap"]))
+                    if exited is not None:
+                        os.close(exited)
+                    child_pid, exited = 0, None
+                    orphans = 0 if self.seccomp else confine.kill_orphans()  # the program could fork
+                    answer = {"status": status, "orphans_killed": orphans}
+            except Exception as exc:  # noqa: BLE001 - the zygote fails the job
+                answer = {"error": f"{type(exc).__name__}: {exc}"}
+            finally:
+                for fd in fds:
+                    os.close(fd)
+            socket.send_fds(self.sock, [json.dumps(answer).encode()], [])
+
+    def _fork_child(self, workdir: str, fds: list[int]) -> int:
+        job_fd, tests_fd, out_w, err_w, res_w = fds
+        # Made before the fork: what the child makes, the kernel copies page by page.
+        ruleset = confine.landlock_ruleset(workdir, self.block_tcp, self.read_rules)[0] if self.landlock else None
+        try:
             pid = os.fork()
-        except BaseException:  # no rules, no pipes or no child: the job fails (a sandbox error), leaving nothing here
-            for fd in fds if ruleset is None else [*fds, ruleset]:
-                os.close(fd)
-            _remove(workdir)
+        except BaseException:
+            if ruleset is not None:
+                os.close(ruleset)
             raise
-        out_r, out_w, err_r, err_w, res_r, res_w = fds
         if pid == 0:  # the child: never returns
             code = 0
             try:
-                for fd in (out_r, err_r, res_r):
-                    os.close(fd)
+                job = marshal.loads(_read_memfd(job_fd))
+                job["tests"] = marshal.loads(_read_memfd(tests_fd))
                 self._confine_child(job, workdir, out_w, err_w, res_w, ruleset)
                 child.run(job, 3)
             except BaseException as exc:  # noqa: BLE001 - reported through stderr
@@ -146,15 +218,79 @@ class Zygote:
                     pass
                 code = 70
             os._exit(code)
-        for fd in (out_w, err_w, res_w) if ruleset is None else (out_w, err_w, res_w, ruleset):
+        if ruleset is not None:
+            os.close(ruleset)
+        return pid
+
+    def _confine_child(self, job: dict, workdir: str, out_w: int, err_w: int, res_w: int, ruleset: int | None) -> None:
+        os.setsid()
+        if ruleset is not None:  # first: the dup2s below may reuse its number
+            confine.enforce_ruleset(ruleset)
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.dup2(out_w, 1)
+        os.dup2(err_w, 2)
+        os.dup2(res_w, 3)
+        os.closerange(4, 65536)  # the forker's socket, the memfds, the read rules
+        os.chdir(workdir)
+        os.environ["HOME"] = os.environ["TMPDIR"] = workdir  # the rest is SAFE_ENV already (main)
+        tempfile.tempdir = workdir
+        cpu = int(job.get("batch_timeout", 60)) + 2
+        confine.set_limits(int(job.get("memory_mb", 4096)), cpu, self.file_mb)
+        if self.seccomp:
+            confine.install_no_process_filter()
+
+
+class Zygote:
+    def __init__(self, seccomp: bool, file_mb: int, output_cap: int, reply=None, control_fd: int | None = None,
+                 landlock: bool = False, block_tcp: bool = True, readable: list[str] = (),
+                 not_for_forker: list[int] = ()):
+        self.seccomp = seccomp
+        self.landlock = landlock
+        # Opened once: per job only the rules are added (confine.read_rules).
+        self.read_rules = confine.read_rules(readable) if landlock else []
+        self.output_cap = output_cap
+        self.root = tempfile.mkdtemp(prefix="codea1-zygote-")
+        self.reply = reply  # when set, result bytes are streamed as they arrive
+        self.control_fd = control_fd  # "cancel JOB_ID" lines from the parent
+        self.control_buffer = b""
+        self.job_id = None
+        self.jobs_run = 0
+        self.forker = Forker(seccomp, landlock, block_tcp, self.read_rules, file_mb)
+        self.forker.start([0, 1, *not_for_forker] + ([control_fd] if control_fd is not None else []))
+
+    def run_job(self, job: dict, tests_fd: int) -> dict:
+        """Run one job (its tests: the memfd ``tests_fd``) and answer the reply for it."""
+        # A numbered directory in the zygote's private one (made by mkdtemp, mode 0700): none
+        # of mkdtemp's random-name work per job. Should the name be taken (a program that ran
+        # without Landlock made it), mkdtemp's random name, never a directory made by another.
+        self.jobs_run += 1
+        workdir = os.path.join(self.root, f"job-{self.jobs_run}")
+        try:
+            os.mkdir(workdir, 0o700)
+        except FileExistsError:
+            workdir = tempfile.mkdtemp(prefix="job-", dir=self.root)
+        fds = []
+        try:
+            fds.append(memfd("job", marshal.dumps({k: v for k, v in job.items() if k != "tests"})))
+            for _ in range(3):
+                fds.extend(os.pipe())
+            job_fd, out_r, out_w, err_r, err_w, res_r, res_w = fds
+            start = time.monotonic()
+            pid = self.forker.fork(workdir, [job_fd, tests_fd, out_w, err_w, res_w])
+        except BaseException:  # no pipes or no child: the job fails (a sandbox error), leaving nothing here
+            for fd in fds:
+                os.close(fd)
+            _remove(workdir)
+            raise
+        for fd in (job_fd, out_w, err_w, res_w):
             os.close(fd)
         deadline = start + float(job.get("batch_timeout", 60.0)) + 1.0
         self.job_id = str(job.get("job_id"))
         exited = _pidfd(pid)  # turns readable when the child exits
-        tests = job.get("tests") or []
-        clock = TestClock(job.get("time_limits") or [], 1 + sum(1 for t in tests if t.get("expected_source")), start)
+        clock = TestClock(job.get("time_limits") or [], int(job.get("header_records", 1)), start)
         try:
-            reply = self._supervise(pid, exited, out_r, err_r, res_r, deadline, clock)
+            reply = self._supervise(exited, out_r, err_r, res_r, deadline, clock)
         finally:
             if exited is not None:
                 os.close(exited)
@@ -162,12 +298,10 @@ class Zygote:
         if "nonce" in job:  # echoed, so a client can tell this reply belongs to its request
             reply["nonce"] = job["nonce"]
         reply["wall"] = time.monotonic() - start
-        if not self.seccomp:  # the program could fork: kill what it left behind (we are subreaper)
-            reply["orphans_killed"] = confine.kill_orphans()
         _remove(workdir)
         return reply
 
-    def _supervise(self, pid: int, exited: int | None, out_r: int, err_r: int, res_r: int, deadline: float,
+    def _supervise(self, exited: int | None, out_r: int, err_r: int, res_r: int, deadline: float,
                    clock: TestClock) -> dict:
         buffers = {out_r: bytearray(), err_r: bytearray(), res_r: bytearray()}
         caps = {out_r: self.output_cap, err_r: self.output_cap, res_r: RESULT_CAP}
@@ -248,7 +382,7 @@ class Zygote:
                     open_fds.clear()
                     break
         sel.close()
-        status = self._reap(pid, exited, min(deadline, clock.deadline() or deadline) if exit_reason == "finished" else 0)
+        status, orphans = self.forker.reap(min(deadline, clock.deadline() or deadline) if exit_reason == "finished" else 0)
         if status is None:
             exit_reason = exit_reason if exit_reason != "finished" else "timeout"
         elif exit_reason == "finished":
@@ -264,7 +398,10 @@ class Zygote:
             s = buffers[fd].decode("utf-8", "replace")
             return s + (f"\n[... {overflow[fd]} more bytes dropped]" if overflow[fd] else "")
 
-        return {"result": bytes(buffers[res_r]), "stdout": text(out_r), "stderr": text(err_r), "exit": exit_reason}
+        reply = {"result": bytes(buffers[res_r]), "stdout": text(out_r), "stderr": text(err_r), "exit": exit_reason}
+        if not self.seccomp:
+            reply["orphans_killed"] = orphans
+        return reply
 
     def _cancel_requested(self) -> bool:
         """Read the control pipe; True when it names the job now running (a cancel for a job
@@ -277,31 +414,50 @@ class Zygote:
         *lines, self.control_buffer = self.control_buffer.split(b"\n")
         return any(line.decode("utf-8", "replace") == f"cancel {self.job_id}" for line in lines)
 
-    @staticmethod
-    def _reap(pid: int, exited: int | None, deadline: float):
-        """Wait for the child until deadline (on ``exited``, its pidfd, when there is one);
-        kill its whole group when it is late. Returns the wait status, or None when it had
-        to be killed."""
-        while True:
-            # Seen exited but not reaped: until waitpid, its pid (its group's id) cannot be
-            # reused, so the group kill cannot reach a newcomer that took the number.
-            if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
-                _kill_group(pid)
-                return os.waitpid(pid, 0)[1]
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                _kill_group(pid)
-                os.waitpid(pid, 0)
-                return None
-            if exited is not None:
-                select.select([exited], [], [], remaining)
-            else:
-                time.sleep(min(remaining, 0.002))
-
     def close(self):
+        self.forker.close()
         for _path, fd, _rights in self.read_rules:
             os.close(fd)
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _reap(pid: int, exited: int | None, deadline: float):
+    """Wait for the child (ours: called in the forker) until deadline (on ``exited``, its
+    pidfd, when there is one); kill its whole group when it is late. Returns the wait
+    status, or None when it had to be killed."""
+    while True:
+        # Seen exited but not reaped: until waitpid, its pid (its group's id) cannot be
+        # reused, so the group kill cannot reach a newcomer that took the number.
+        if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+            _kill_group(pid)
+            return os.waitpid(pid, 0)[1]
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            _kill_group(pid)
+            os.waitpid(pid, 0)
+            return None
+        if exited is not None:
+            select.select([exited], [], [], remaining)
+        else:
+            time.sleep(min(remaining, 0.002))
+
+
+def memfd(name: str, data: bytes) -> int:
+    """An anonymous file holding ``data``, its offset at 0."""
+    fd = os.memfd_create(name, 0)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.lseek(fd, 0, os.SEEK_SET)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _read_memfd(fd: int) -> bytes:
+    return os.pread(fd, os.fstat(fd).st_size, 0)
 
 
 def _remove(workdir: str) -> None:
@@ -365,7 +521,6 @@ def main(argv=None) -> int:
     network = "" if args.no_network_isolation else confine.isolate_network()
     seccomp = (not args.no_seccomp) and confine.probe_seccomp()
     landlock = {} if args.no_landlock else confine.probe_landlock()
-    subreaper = confine.become_subreaper()
     preloaded, failed = [], {}
     for name in filter(None, args.preload.split(",")):
         try:
@@ -379,22 +534,23 @@ def main(argv=None) -> int:
     readable = confine.read_paths([os.getcwd(), home, tempfile.gettempdir(), *args.forbid], args.read) \
         if landlock else []
     streaming = args.control_fd is not None
+    # The forker starts here, before the first job line is read.
     zygote = Zygote(seccomp=seccomp, file_mb=args.file_mb, output_cap=args.output_cap,
                     reply=reply if streaming else None, control_fd=args.control_fd,
-                    landlock=bool(landlock), block_tcp=not args.no_network_isolation, readable=readable)
-    _reply(reply, {"ready": True, "pid": os.getpid(), "network_isolation": network or "none", "seccomp": seccomp,
+                    landlock=bool(landlock), block_tcp=not args.no_network_isolation, readable=readable,
+                    not_for_forker=[reply.fileno()])
+    _reply(reply, {"ready": True, "pid": os.getpid(), "forker_pid": zygote.forker.pid, "network_isolation": network or "none", "seccomp": seccomp,
                    "landlock": landlock or "none", "readable": [p for p, _fd, _r in zygote.read_rules],
-                   "subreaper": subreaper,
+                   "subreaper": zygote.forker.subreaper,
                    "preloaded": preloaded, "preload_failed": failed, "uid": os.getuid(),
                    "python": sys.version.split()[0]}, b"")
-    # The tests of the latest problem are kept here decoded (the parent sends them once and
-    # then names them by tests_key); children inherit them by fork. Only the latest: the
-    # parent gives a zygote one problem's jobs in a row, and every fork copies the page
-    # tables of all this process holds, and every child's exit tears them down.
-    # Tests come as JSON inside the job's line, or as "tests_marshal": N, the line then
-    # followed by N bytes: marshal of what child.decode_tests makes of them, from the parent's
-    # cache (HumanEval+'s 9 MB of tests: json.loads and decoding took 0.42 s of CPU a run).
-    held_key, held_tests = None, None
+    # The tests of the latest problem are kept here, as marshal bytes in a memfd each child
+    # reads (the parent sends them once and then names them by tests_key). Only the latest:
+    # the parent gives a zygote one problem's jobs in a row. They come as JSON inside the
+    # job's line, or as "tests_marshal": N, the line then followed by N bytes: marshal of what
+    # child.decode_tests makes of them, from the parent's cache (HumanEval+'s 9 MB of tests:
+    # json.loads and decoding took 0.42 s of CPU a run).
+    held_key, held_fd, held_headers = None, None, 0
     stdin = sys.stdin.buffer
     try:
         while line := stdin.readline():
@@ -403,24 +559,35 @@ def main(argv=None) -> int:
             try:
                 job = json.loads(line)
                 key = job.get("tests_key")
-                if "tests_marshal" in job:
-                    size = int(job["tests_marshal"])
-                    blob = stdin.read(size)
-                    if len(blob) != size:
-                        break  # the parent is gone
-                    tests = marshal.loads(blob)
-                    if type(tests) is not list:
-                        raise ValueError("tests_marshal: not a list of tests")
-                    job["tests"] = held_tests = tests
-                    held_key = key
-                elif "tests" in job:
-                    held_key, held_tests = key, child.decode_tests(job["tests"])
-                elif key is not None and key == held_key:
-                    job["tests"] = held_tests
-                else:
+                if "tests_marshal" in job or "tests" in job:
+                    if "tests_marshal" in job:
+                        size = int(job["tests_marshal"])
+                        blob = stdin.read(size)
+                        if len(blob) != size:
+                            break  # the parent is gone
+                        tests = marshal.loads(blob)
+                        if type(tests) is not list:
+                            raise ValueError("tests_marshal: not a list of tests")
+                    else:
+                        tests = child.decode_tests(job.pop("tests"))
+                        blob = marshal.dumps(tests)
+                    if held_fd is not None:
+                        os.close(held_fd)
+                        held_key, held_fd = None, None
+                    held_fd = memfd("tests", blob)
+                    held_key, held_headers = key, sum(1 for t in tests if t.get("expected_source"))
+                    del tests, blob
+                elif key is None or key != held_key:
                     _reply(reply, {"job_id": job.get("job_id"), "need_tests": True}, b"")
                     continue
-                answer = zygote.run_job(job)
+                job["header_records"] = 1 + held_headers
+                answer = zygote.run_job(job, held_fd)
+            except ForkerGone as exc:
+                # No reply: to the pool this is a worker that died under the job (a program
+                # can kill the forker where Landlock cannot scope signals), retried once on a
+                # fresh worker, the program's failure when it dies again.
+                sys.stderr.write(f"zygote: {exc}\n")
+                return 1
             except Exception as exc:  # noqa: BLE001 - one bad job must not end the zygote
                 answer = {"job_id": None, "result": b"", "stdout": "", "stderr": "",
                           "exit": f"sandbox: {type(exc).__name__}: {exc}", "wall": 0.0}

@@ -43,12 +43,12 @@ BIGCODEBENCH_FILE = "bigcodebench/BigCodeBench-v0.1.0.jsonl.gz"
 BIGCODEBENCH_TASK = "BigCodeBench/268"  # task_func(n_keys, n_values): a unittest class, stdlib only
 
 
-def make_executor(plugins, name: str):
-    """The executor ``name`` with two workers; skips when its sandbox tool is not installed."""
+def make_executor(plugins, name: str, workers: int = 2):
+    """The executor ``name``; skips when its sandbox tool is not installed."""
     binary = EXECUTOR_BINARIES[name]
     if binary and shutil.which(binary) is None:
         pytest.skip(f"{binary} is not installed (executor {name!r})")
-    return plugins.executors.create(name, workers=2)
+    return plugins.executors.create(name, workers=workers)
 
 
 def log_outcomes(family: str, executor: str, rows: list[dict]) -> None:

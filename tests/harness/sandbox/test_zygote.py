@@ -3,6 +3,7 @@ through the executors' suites)."""
 
 from __future__ import annotations
 
+import marshal
 import os
 
 import pytest
@@ -13,14 +14,16 @@ from codea1.harness.sandbox import confine, zygote
 def assert_job_fails_leaving_nothing(z: zygote.Zygote, match: str) -> None:
     """A job on ``z`` raises OSError matching ``match`` before any child exists, and leaves
     no directory in the zygote's root and no descriptor open; ``z`` is closed after."""
+    tests_fd = zygote.memfd("tests", marshal.dumps([]))
     try:
         fds = set(os.listdir("/proc/self/fd"))
         with pytest.raises(OSError, match=match):
-            z.run_job({"job_id": "j", "code": "x = 1\n", "tests": [], "time_limits": []})
+            z.run_job({"job_id": "j", "code": "x = 1\n", "time_limits": []}, tests_fd)
         assert os.listdir(z.root) == []
         assert set(os.listdir("/proc/self/fd")) == fds
     finally:
         z.close()
+        os.close(tests_fd)
 
 
 def test_a_refused_landlock_ruleset_fails_the_job_and_leaves_nothing_behind(monkeypatch):
@@ -39,8 +42,13 @@ def test_a_job_whose_child_cannot_be_made_leaves_nothing_behind(monkeypatch, fai
     """No process or no pipe to be had (EAGAIN, EMFILE): the job fails, and the pipes made
     for it and its directory are gone."""
     if failing == "fork":
-        def fork():
-            raise BlockingIOError(11, "Resource temporarily unavailable")
+        real_fork, forks = os.fork, []
+
+        def fork():  # the forker starts; its fork of the job's child is refused
+            if forks:
+                raise BlockingIOError(11, "Resource temporarily unavailable")
+            forks.append(1)
+            return real_fork()
 
         monkeypatch.setattr(zygote.os, "fork", fork)  # stands in for the kernel's refusal
     else:
