@@ -102,7 +102,9 @@ class Forker:
 
     def start(self, close_in_forker: list[int]) -> None:
         """Fork the forker; ``close_in_forker``: the zygote's descriptors it must not keep
-        (stdin, the reply stream, the control pipe: the pool sees the zygote's end as EOF)."""
+        (the reply stream, the control pipe: the pool sees the zygote's end as EOF). Its
+        stdin and stdout become /dev/null, so descriptors it receives never take 0 or 1 (a
+        child's dup2 onto 0-3 would then overwrite one it still needs)."""
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         pid = os.fork()
         if pid == 0:  # the forker: never returns
@@ -114,6 +116,11 @@ class Forker:
                         os.close(fd)
                     except OSError:
                         pass
+                null = os.open(os.devnull, os.O_RDWR)
+                for fd in (0, 1):
+                    os.dup2(null, fd)
+                if null > 2:
+                    os.close(null)
                 confine.die_with_parent()
                 self.sock = theirs
                 self.subreaper = confine.become_subreaper()
@@ -257,7 +264,7 @@ class Zygote:
         self.job_id = None
         self.jobs_run = 0
         self.forker = Forker(seccomp, landlock, block_tcp, self.read_rules, file_mb)
-        self.forker.start([0, 1, *not_for_forker] + ([control_fd] if control_fd is not None else []))
+        self.forker.start([*not_for_forker] + ([control_fd] if control_fd is not None else []))
 
     def run_job(self, job: dict, tests_fd: int) -> dict:
         """Run one job (its tests: the memfd ``tests_fd``) and answer the reply for it."""

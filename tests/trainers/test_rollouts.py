@@ -57,3 +57,32 @@ def test_counts():
     run = CodeRun(loads=True, statuses=["pass", "timeout", "not_run", "fail", "pass"])
     assert run.passes == [True, False, False, False, True]
     assert run.counts(0, 5) == (2, 2, 1)
+
+
+def test_golden_tests_leave_tests_judged_in_process_out_of_rewards_unless_allowed(executor, plugins):
+    """A question whose golden tests are a call test (values compared in the parent) and a
+    pytest module the program's own process judges: the golden-tests trainer rewards on the
+    call test alone and counts the others left out; allow_in_process_rewards keeps them."""
+    from types import SimpleNamespace
+
+    from codea1.benchmarks.kodcode import golden_tests
+    from codea1.trainers.rollouts import GoldenTests
+
+    script = ("from solution import scale\n\n\ndef test_scale():\n    assert scale([1, 2], 2) == [2, 4]\n\n\n"
+              "def test_scale_differs():\n    xs = [1, 2]\n    assert scale(xs, 3) != xs\n")
+    scripts = golden_tests(script, "scale")
+    in_process = [t for t in scripts if t.judged == "in-process"]
+    assert in_process  # `!=` against a value the program made: nothing for the parent to compare
+    question = Problem(task_id="scale", prompt="", entry_point="scale",
+                       reference="def scale(xs, k):\n    return [x * k for x in xs]\n",
+                       tests=[TestCase(id="call/0", call="scale([3], 3)", op="==", expected=[9]), *scripts])
+    context = SimpleNamespace(run=SimpleNamespace(bench=plugins.benchmarks.create("demo"), executor=executor))
+
+    strict = GoldenTests(context)
+    tests, limits = strict.of([question])["scale"]
+    assert [t.judged for t in tests] == ["parent"] * len(tests) and "call/0" in [t.id for t in tests]
+    assert strict.left_out == {"scale": len(in_process)} and len(limits) == len(tests)
+
+    allowing = GoldenTests(context, allow_in_process=True)
+    tests, _ = allowing.of([question])["scale"]
+    assert [t.id for t in tests] == [t.id for t in question.tests] and allowing.left_out == {"scale": 0}

@@ -20,7 +20,8 @@ def assert_job_fails_leaving_nothing(z: zygote.Zygote, match: str) -> None:
         with pytest.raises(OSError, match=match):
             z.run_job({"job_id": "j", "code": "x = 1\n", "time_limits": []}, tests_fd)
         assert os.listdir(z.root) == []
-        assert set(os.listdir("/proc/self/fd")) == fds
+        # None left open by the job (a subset: the collector may close another test's meanwhile)
+        assert set(os.listdir("/proc/self/fd")) <= fds
     finally:
         z.close()
         os.close(tests_fd)
