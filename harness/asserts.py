@@ -29,8 +29,10 @@ people, not by the model under training; ``parse_assert(..., golden=True)`` uses
 what is outside the paper's form): ``assert CALL <op> EXPECTED`` for ==, !=, <, <=,
 >, >=, in, not in, ``is`` / ``is not`` against None, True or False; mirrored forms;
 ``assert CALL`` (op "truthy") and ``assert not CALL`` ("falsy"). EXPECTED is data (the
-restricted evaluator) or else an expression evaluated in the sandbox *before* the program
-under test is loaded (``expected_source``).
+restricted evaluator) or else an expression (``expected_source``), evaluated in a sandbox
+job of its own that loads only the problem's prelude, before any job of a program is built
+(``harness.expected``): the value, never the expression, is what a program's test is
+judged against, in the parent, and no process that runs a program holds either.
 """
 
 from __future__ import annotations

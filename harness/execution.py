@@ -92,6 +92,13 @@ class Executor:
 
 
 def _test_tree(test: TestCase) -> dict:
+    """A test as the sandbox receives it: what to run, never what to expect (expected values
+    stay in the parent). A test whose expected side is still an expression is refused: it
+    is computed beforehand, in a job of its own (``harness.expected``)."""
+    if test.expected_source:
+        raise ValueError(f"test {test.id}: its expected side {test.expected_source[:80]!r} was not computed "
+                         f"before the job was built (harness.expected.settle_expected_sources): "
+                         f"no expression of an expected value is sent to a program's process")
     tree = {"kind": test.kind}
     if test.kind == "call":
         if test.args is not None:
@@ -102,8 +109,6 @@ def _test_tree(test: TestCase) -> dict:
                 tree["wrap"] = plaindata.to_tree(list(test.wrap))
         else:
             tree["call"] = test.call
-        if test.expected_source:
-            tree["expected_source"] = test.expected_source
         if test.op in ("contains", "not contains"):
             tree["items"] = True  # a container that is not plain data comes back as its items
     else:
@@ -201,11 +206,12 @@ class RecordParser:
     """The zygote protocol's result records for one job, parsed and checked once, as they
     arrive (``feed``), then turned into a RawResult (``finish``).
 
-    Records must arrive as the child writes them: expected values first, then one load
-    record, then test records in strictly increasing order, then done, one a line. A
-    duplicate, a gap, a blank line or anything after done means the program wrote into the
-    channel: the result's ``exit`` then starts with "protocol:" and the judge fails the
-    sample; nothing after the violation is read.
+    Records must arrive as the child writes them: one load record, then test records in
+    strictly increasing order, then done, one a line. A duplicate, a gap, a blank line, an
+    unknown record (the former expected-value records ``{"x": ...}`` included: no child
+    computes expected values, ``harness.expected`` does it beforehand) or anything after
+    done means the program wrote into the channel: the result's ``exit`` then starts with
+    "protocol:" and the judge fails the sample; nothing after the violation is read.
 
     Every record is data to check, never a verdict: values the parent compares, or a
     failure the program owns (an exception, or a timeout: its alarm fired, or the zygote's
@@ -226,7 +232,6 @@ class RecordParser:
         self.stop = stop
         self.stopped = False
         self.outcomes = [NOT_RUN] * len(job.tests)
-        self.expected: dict[int, tuple[bool, object]] = {}
         self.loaded: str | None = None
         self.load_error: str | None = None
         self.next_index = 0
@@ -305,13 +310,7 @@ class RecordParser:
                 raise ValueError("record is not an object")
             if self.done:
                 raise ValueError("record after done")
-            if "x" in rec:
-                i = rec["x"]
-                if self.loaded is not None or type(i) is not int or not 0 <= i < n or i in self.expected \
-                        or not job.tests[i].expected_source:
-                    raise ValueError(f"unexpected expected-value record {str(rec)[:80]}")
-                self.expected[i] = (True, plaindata.from_tree(rec["v"])) if "v" in rec else (False, str(rec.get("e")))
-            elif "load" in rec:
+            if "load" in rec:
                 if self.loaded is not None:
                     raise ValueError("second load record")
                 self.loaded = rec["load"]
@@ -374,13 +373,6 @@ class RecordParser:
             self.record(self.partial)
         self.partial = b""
         n, outcomes, load_error = len(self.job.tests), self.outcomes, self.load_error
-        for i, (ok, value) in self.expected.items():
-            if outcomes[i] is NOT_RUN:
-                outcomes[i] = RawOutcome("not_run")
-            if ok:
-                outcomes[i].expected = value
-            else:
-                outcomes[i].expected_error = value
         if self.violation:
             exit_reason = self.violation
         elif self.stopped:

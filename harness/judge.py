@@ -8,6 +8,7 @@ from typing import Any, Callable
 
 from codea1.harness.records import (
     ERROR,
+    EXPECTED_SANDBOX_ERROR,
     FAIL,
     PASS,
     SANDBOX_ERROR,
@@ -151,7 +152,12 @@ def judge(task_id: str, sample_index: int, job: ExecJob, raw: RawResult,
 
     A job that asked for digests only (``large_output="digest"``) is judged on them: a digest
     equal to the reference's proves an exact match. A different digest proves nothing (1 == 1.0, float tolerance): such a verdict comes back with status "recheck" and
-    the caller reruns the job with ``large_output="value"``."""
+    the caller reruns the job with ``large_output="value"``.
+
+    A test whose expected side could not be computed (``TestCase.expected_error``, left by
+    ``harness.expected``) fails once its call ran: "the expected value could not be
+    computed: ..."; where the executor, not the expression, failed, the verdict is a
+    sandbox error."""
     checker = checker or Checker()
     verdict = Verdict(task_id=task_id, sample_index=sample_index, status=PASS, wall_time=raw.wall_time,
                       n_tests=len(job.tests))
@@ -183,15 +189,18 @@ def judge(task_id: str, sample_index: int, job: ExecJob, raw: RawResult,
                 status, message = RECHECK, "large output differs from the reference's: compare values"
         elif outcome.status == "ok":
             if expected_override is not None:
-                expected = expected_override(i)
-            elif test.expected_source:
-                expected = outcome.expected
+                ok, message = checker.check(test, outcome.value, expected_override(i))
+                status = "pass" if ok else "fail"
+            elif test.expected_error is not None:  # its expected side raised or timed out (harness.expected)
+                if test.expected_error.startswith(EXPECTED_SANDBOX_ERROR):  # the executor's failure: no verdict
+                    verdict.status = SANDBOX_ERROR
+                    verdict.message = (f"the expected value of test {test.id} could not be computed: "
+                                       f"{test.expected_error}")
+                    verdict.tests = [TestVerdict(t.id, "not_run") for t in job.tests]
+                    return verdict
+                status, message = "fail", f"the expected value could not be computed: {test.expected_error}"
             else:
-                expected = test.expected
-            if test.expected_source and outcome.expected_error is not None and expected_override is None:
-                status, message = "fail", f"the expected value could not be computed: {outcome.expected_error}"
-            else:
-                ok, message = checker.check(test, outcome.value, expected)
+                ok, message = checker.check(test, outcome.value, test.expected)
                 status = "pass" if ok else "fail"
         elif outcome.status == "reports":
             ok, message = judge_reports(test.expected, outcome.value)

@@ -26,6 +26,10 @@ VERDICT_STATUSES = (PASS, FAIL, TIMEOUT, ERROR, SKIPPED, SANDBOX_ERROR)
 # program's own process (script tests that could not be rewritten to report values).
 JUDGED_WHERE = ("parent", "in-process")
 
+# Start of a TestCase.expected_error left by an executor that failed to compute the value
+# (harness.expected): no verdict can be given on that test, so none is (a sandbox error).
+EXPECTED_SANDBOX_ERROR = "sandbox error: "
+
 # Comparison operators a call test may use; the harness applies them to plain data.
 COMPARISON_OPS = ("==", "!=", "<", "<=", ">", ">=", "in", "not in", "contains", "not contains", "is", "is not",
                   "truthy", "falsy")
@@ -59,8 +63,13 @@ class TestCase(_Record):
     ``["method", name, args, kwargs]``, ``["apply", args, kwargs]`` (the value called).
     ``expected_source`` holds the expected side when it
     is an expression rather than data (golden tests parsed by ``asserts.parse_legacy_assert``
-    only); executors evaluate it before the code under test is loaded, so the code cannot
-    influence it.
+    only). It never reaches a job that runs a program: ``harness.expected`` computes it
+    beforehand, in a sandbox job that loads only the problem's prelude, and replaces the
+    test with one whose ``expected`` is the value (``expected_source`` None), or, where the
+    expression raised or timed out, whose ``expected_error`` says why: the judge fails such
+    a test ("the expected value could not be computed: ..."). An ``expected_error`` that
+    starts with ``EXPECTED_SANDBOX_ERROR`` is the executor's failure, not the expression's:
+    a verdict that needs it is a sandbox error.
 
     kind "script": ``script`` is test code (``framework`` "unittest": a TestCases class run in
     the solution's module, as BigCodeBench does; "pytest": a test module that imports from
@@ -82,6 +91,7 @@ class TestCase(_Record):
     op: str = "=="
     expected: Any = None
     expected_source: str | None = None
+    expected_error: str | None = None  # why the expected side could not be computed (harness.expected)
     has_expected: bool = True
     source: str | None = None
     script: str | None = None
@@ -169,8 +179,6 @@ class RawOutcome(_Record):
     status: str
     value: Any = None
     digest: str | None = None  # set instead of value for large outputs (ExecJob.large_output)
-    expected: Any = None  # value of expected_source, when the test had one
-    expected_error: str | None = None
     message: str = ""
     time: float = 0.0
     details: dict[str, str] | None = None

@@ -24,7 +24,7 @@ from codea1.harness.execution import (TESTS_FORMAT, Executor, adopt_encoded_test
 from codea1.harness.judge import Checker, judge
 from codea1.harness.longlived import long_lived
 from codea1.harness.progress import stage_bar
-from codea1.harness.records import ExecJob, Problem, RawResult
+from codea1.harness.records import SANDBOX_ERROR, ExecJob, Problem, RawResult
 
 CACHE_VERSION = "6"  # bump when what a reference run records changes (large outputs: 3, their digests: 5; the sandbox reads only its job, script checks report values: 6)
 REFERENCE_TEST_LIMIT = 60.0  # seconds per test for the reference (evalplus gives it no limit)
@@ -116,6 +116,7 @@ def problem_key(problem: Problem) -> str:
     four times faster than repr on HumanEval+'s 160,000 inputs (0.17 s of every start)."""
     fields = [(t.kind, t.args, t.call, t.op, t.expected, t.has_expected, t.expected_source, t.script, t.framework)
               + ((t.kwargs, t.wrap) if t.kwargs or t.wrap else ())
+              + (("expected_error", t.expected_error) if t.expected_error is not None else ())
               for t in problem.tests]
     try:
         tests = b"marshal2:" + marshal.dumps(fields, 2)
@@ -150,6 +151,10 @@ def _summarise(problem: Problem, job: ExecJob, raw: RawResult, checks_tests: boo
         return ref
     if checks_tests:
         verdict = judge(problem.task_id, -1, job, raw, Checker())
+        if verdict.status == SANDBOX_ERROR:  # an expected value the executor failed to compute (harness.expected)
+            ref.error = f"sandbox error: {verdict.message}"
+            ref.failed = {i: ref.error for i in range(len(problem.tests))}
+            return ref
         ref.failed = {i: (tv.message or tv.status) for i, tv in enumerate(verdict.tests) if tv.status != "pass"}
     else:
         ref.failed = {i: o.message or o.status for i, o in enumerate(raw.outcomes) if o.status != "ok"}

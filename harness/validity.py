@@ -24,6 +24,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from codea1.harness.asserts import AssertParseError, _calls, parse_assert
 from codea1.harness.execution import DEFAULT_MIN_TIME_LIMIT, DEFAULT_TIME_FACTOR, time_limits
+from codea1.harness.expected import settle_expected_sources
 from codea1.harness.records import Problem, TestCase
 from codea1.harness.reference import ReferenceRun, run_references
 
@@ -104,7 +105,11 @@ def check_suites(executor, suites: Mapping[str, tuple[Problem, Sequence[str | Te
 
     The second run takes the tests that passed; with ``recheck_outputs`` also those that ran
     to a wrong answer (training corrects them to the reference's output, which must then
-    be deterministic too)."""
+    be deterministic too).
+
+    Expected sides that are expressions are computed first, once, in jobs of their own
+    (``harness.expected``): the checks' ``tests`` hold them as data (or with the error that
+    fails them), and every later job (the mutants') is built from those."""
     checks: dict[str, SuiteCheck] = {}
     to_run: list[Problem] = []
     for key, (problem, tests) in suites.items():
@@ -117,6 +122,13 @@ def check_suites(executor, suites: Mapping[str, tuple[Problem, Sequence[str | Te
         usable = [t for t in parsed if t is not None]
         if usable:  # the suite runs as a problem of its own: its key is the job's task id
             to_run.append(dataclasses.replace(problem, task_id=key, tests=usable))
+    # Expected sides that are expressions (golden asserts, --allow-other-forms) are computed
+    # in jobs of their own before anything runs: no job of a program carries them.
+    to_run = settle_expected_sources(executor, to_run, memory_mb=memory_mb, progress=progress)
+    for problem in to_run:
+        settled = iter(problem.tests)
+        check = checks[problem.task_id]
+        check.tests = [None if t is None else next(settled) for t in check.tests]
     refs = run_references(to_run, executor, checks_tests=lambda p: not expected_from_reference(p),
                           memory_mb=memory_mb, progress=progress, stage=stage, use_cache=False)
     for key, check in checks.items():
@@ -289,7 +301,7 @@ def validate_for_training(executor, suites: Mapping[str, tuple[Problem, Sequence
             if i in check.nondeterministic:
                 verdicts[(task, src)] = (NONDETERMINISTIC, None, "", 0.0)
             elif check.valid[i]:
-                verdicts[(task, src)] = (VALID, test, test.source or src, check.times[i])
+                verdicts[(task, src)] = (VALID, check.tests[i], test.source or src, check.times[i])
             elif check.reference is not None and check.usable().get(i) in check.reference.values:
                 fixed = corrected(test, check.reference_value(i), problems[task].entry_point)  # it ran: a wrong answer
                 verdicts[(task, src)] = (WRONG, *(fixed or (None, "")), check.times[i])

@@ -13,6 +13,7 @@ from typing import Any, Hashable, Mapping, Sequence
 
 from codea1.harness.asserts import AssertParseError, parse_assert
 from codea1.harness.execution import DEFAULT_TIME_FACTOR, run_jobs
+from codea1.harness.expected import settle_expected_sources
 from codea1.harness.judge import judge
 from codea1.harness.parsing import program_from_response
 from codea1.harness.prompts import get_prompt, question_text
@@ -232,6 +233,8 @@ class GoldenTests:
     def of(self, questions: Sequence[Problem]) -> dict[str, tuple[list[TestCase], list[float]]]:
         todo = [q for q in questions if q.task_id not in self.prepared]
         bench = self.context.run.bench
+        # Expected sides that are expressions: computed in jobs of their own (harness.expected).
+        todo = settle_expected_sources(self.context.run.executor, todo, memory_mb=bench.memory_mb)
         refs = run_references(todo, self.context.run.executor, checks_tests=lambda p: not bench.reference_expected(p),
                               memory_mb=bench.memory_mb)
         for q in todo:

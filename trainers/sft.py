@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass
 
 from codea1.harness.execution import run_jobs
+from codea1.harness.expected import settle_expected_sources
 from codea1.harness.hookspecs import hookimpl
 from codea1.harness.judge import judge
 from codea1.harness.records import PASS, ExecJob
@@ -116,6 +117,8 @@ class SFTTrainer(Trainer):
                 options[q.task_id] = [s.code for s in self.samples if s.task_id == q.task_id]
         bench = self.context.run.bench
         jobs = {}
+        # Expected sides that are expressions: computed in jobs of their own (harness.expected).
+        todo = settle_expected_sources(self.context.run.executor, todo, memory_mb=bench.memory_mb)
         for q in todo:
             tests = [t for t in q.tests if t.kind == "call" and t.has_expected]
             for i, code in enumerate(options[q.task_id]):

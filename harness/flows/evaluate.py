@@ -1,9 +1,10 @@
 """``codea1 evaluate``: score a samples file on a benchmark.
 
 Stages (one progress bar each where work is done): read the samples; resume (verdicts
-already in verdicts.jsonl for the same program are kept); reference (run each needed
-reference solution once, cached: expected outputs, time limits, tests the reference itself
-fails); judge (every sample not judged yet, identical programs of a task once); summarise
+already in verdicts.jsonl for the same program are kept); reference (expected sides that
+are expressions computed first, in jobs of their own: ``harness.expected``; then each needed
+reference solution run once, cached: expected outputs, time limits, tests the reference
+itself fails); judge (every sample not judged yet, identical programs of a task once); summarise
 (metrics from the code-metric plugins). Verdicts are appended to verdicts.jsonl as they
 land; results.json is written at the end, and for evalplus' benchmarks an evalplus-style
 ``*_eval_results.json`` beside it.
@@ -21,6 +22,7 @@ from typing import Any, Callable
 
 from codea1.harness.errors import ConfigError
 from codea1.harness.execution import batch_timeout, stream_jobs
+from codea1.harness.expected import settle_expected_sources
 from codea1.harness.judge import RECHECK, ReplayChecker, judge
 from codea1.harness.metrics import CodeMetric
 from codea1.harness.progress import stage_bar
@@ -157,6 +159,9 @@ def reference_stage(run: Run, cfg: EvaluateConfig, samples: list[CodeSample], sk
     bench = run.bench
     to_run = [run.problems[t] for t in sorted({s.task_id for s in samples}) if t not in skipped]
     t0 = time.perf_counter()
+    # Expected sides that are expressions are computed here, in jobs of their own, before the
+    # reference or any sample runs: no job of a program carries them (harness.expected).
+    to_run = settle_expected_sources(run.executor, to_run, memory_mb=bench.memory_mb, progress=cfg.progress)
     refs = run_references(to_run, run.executor, checks_tests=lambda p: not bench.reference_expected(p),
                           memory_mb=bench.memory_mb, progress=cfg.progress, use_cache=cfg.reference_cache)
     timing = {"reference_s": time.perf_counter() - t0}
@@ -246,8 +251,8 @@ def judge_stage(run: Run, cfg: EvaluateConfig, todo: list[CodeSample], prepared:
             test = job.tests[i]
             if prep.expected is not None:
                 expected = prep.expected(i)
-            elif test.expected_source:
-                return False
+            elif test.expected_error is not None:
+                return True  # its expected side could not be computed: the judge fails it
             else:
                 expected = test.expected
             checker = checkers.get(job.job_id)

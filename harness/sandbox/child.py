@@ -2,9 +2,8 @@
 
 Protocol (one JSON object per line on the result pipe, nothing else):
 
-    {"x": i, "v": tree} | {"x": i, "e": msg}       phase 1: expected side of test i
-    {"load": "ok"} | {"load": "error", "e": msg}    phase 2: the program was loaded
-    {"i": i, "s": "ok", "v": tree, "t": secs}       phase 3: outcome of test i, in order
+    {"load": "ok"} | {"load": "error", "e": msg}    phase 1: the program was loaded
+    {"i": i, "s": "ok", "v": tree, "t": secs}       phase 2: outcome of test i, in order
                                                     (a large value: "h": its digest, with
                                                     or without "v"; see encode_for_channel)
     {"i": i, "s": "exception"|"timeout", "e": msg, "t": secs}
@@ -14,8 +13,10 @@ Protocol (one JSON object per line on the result pipe, nothing else):
                                                     see harness.script_tests)
     {"done": true}
 
-Phase 1 runs before the program under test exists in the process, so expected values are
-its own. Values leave as plain data (harness.plaindata); the parent compares them. The
+No expected value, nor an expression that computes one, is in the job: the parent holds
+them (expected sides written as expressions were computed beforehand, in a job of their
+own whose program is the problem's prelude: harness.expected), so the program cannot read
+or steer them. Values leave as plain data (harness.plaindata); the parent compares them. The
 program may write to this pipe too: nothing on it is a verdict. A forged value is one the
 program could have returned, a forged exception or timeout a failure it owns; a duplicate,
 a gap or a blank line is tampering (a failed verdict); passed/failed is taken only for tests
@@ -293,30 +294,7 @@ def _run(job: dict, channel: _Channel) -> None:
     prelude = job.get("prelude") or ""
     pristine_builtins = _PRISTINE_BUILTINS
 
-    # Phase 1: expected sides that are expressions, evaluated without the program.
-    if any(t.get("expected_source") for t in tests):
-        env: dict = {"__builtins__": pristine_builtins, "__name__": "__expected__"}
-        prelude_error = None
-        try:
-            _timed(10.0, exec, prelude, env)
-        except BaseException as exc:  # noqa: BLE001 - reported, not raised
-            prelude_error = _describe(exc)
-        for i, test in enumerate(tests):
-            src = test.get("expected_source")
-            if not src:
-                continue
-            if prelude_error:
-                channel.send({"x": i, "e": f"prelude failed: {prelude_error}"})
-                continue
-            try:
-                value, _ = _timed(limits[i], eval, src, env)
-                channel.send({"x": i, "v": plaindata.to_tree(value)})
-            except _TestTimeout:
-                channel.send({"x": i, "e": "timed out evaluating the expected value"})
-            except BaseException as exc:  # noqa: BLE001
-                channel.send({"x": i, "e": _describe(exc)})
-
-    # Phase 2: load the program as module `solution` (KodCode's tests import from it).
+    # Phase 1: load the program as module `solution` (KodCode's tests import from it).
     # Written with os calls, not open(): every object the child touches costs a page copy
     # (its pages are the zygote's until written), and a text file object touches dozens.
     module = types.ModuleType("solution")
@@ -350,7 +328,7 @@ def _run(job: dict, channel: _Channel) -> None:
             pass
     entry = module.__dict__.get(entry_point) if entry_point else None
 
-    # Phase 3: the tests, in order.
+    # Phase 2: the tests, in order.
     for i, test in enumerate(tests):
         start = time.perf_counter()
         try:

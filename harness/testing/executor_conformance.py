@@ -44,6 +44,7 @@ import pytest
 
 from codea1.harness.asserts import parse_asserts
 from codea1.harness.execution import run_jobs
+from codea1.harness.expected import settle_tests
 from codea1.harness.judge import judge
 from codea1.harness.records import ERROR, FAIL, PASS, TIMEOUT, ExecJob, TestCase
 from codea1.harness.sandbox.confine import process_table
@@ -64,6 +65,9 @@ def run_case(executor, code: str, asserts: str, entry_point: str | None = "f", l
         # Asserts outside the paper's form too: the cases try both paths, data and call text.
         tests, rejected = parse_asserts(asserts, entry_point, allow_other_forms=True)
         assert not rejected, rejected
+    # Expected sides written as expressions are computed first, in a job of their own, as
+    # every flow does (harness.expected): a program's job carries none.
+    tests = settle_tests(executor, tests)
     job = ExecJob(job_id=f"case-{uuid.uuid4().hex[:8]}", code=NAME_PROCESS + code, tests=tests,
                   entry_point=entry_point, time_limits=[limit] * len(tests),
                   batch_timeout=batch if batch is not None else limit * len(tests) + 3, memory_mb=memory_mb)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
 
-from codea1.harness.execution import RecordParser
+from codea1.harness.execution import PayloadEncoder, RecordParser, parse_records
+from codea1.harness.judge import judge
 from codea1.harness.records import NOT_RUN, ExecJob, RawOutcome, TestCase
 
 
@@ -65,16 +67,32 @@ def test_the_shared_not_run_outcome_is_read_only():
         NOT_RUN.value = 1
 
 
-def test_expected_values_of_tests_that_did_not_run_get_their_own_outcome():
-    tests = [TestCase(id=f"t{i}", call="f()", expected_source="1 + 1") for i in range(2)]
+@pytest.mark.parametrize("first", [b'{"x":0,"v":2}', b'{"x":0,"e":"boom"}'])
+def test_an_expected_value_record_from_a_child_is_tampering(first):
+    """No child computes expected values (harness.expected does, beforehand, in a job of its
+    own): the former phase-1 record ``{"x": i, ...}`` is the program writing into the
+    channel, before or after its load record, and fails the sample."""
+    tests = [TestCase(id=f"t{i}", call="f()", expected=2) for i in range(2)]
     job = ExecJob(job_id="j", code="", tests=tests, entry_point="f", time_limits=[1.0, 1.0])
-    parser = RecordParser(job)
-    parser.feed(b'{"x":0,"v":2}\n{"x":1,"v":2}\n{"load":"ok"}\n{"i":0,"s":"ok","t":0.1,"v":2}\n')
-    raw = parser.finish("cancelled")
-    assert raw.outcomes[1].status == "not_run" and raw.outcomes[1].expected == 2
-    assert raw.outcomes[1] is not NOT_RUN and NOT_RUN.expected is None
-    assert json.loads(json.dumps(raw.outcomes[0].to_json()))["value"] == 2
+    for lines in ([first, b'{"load":"ok"}'], [b'{"load":"ok"}', first]):
+        rest = [b'{"i":0,"s":"ok","t":0.1,"v":2}', b'{"i":1,"s":"ok","t":0.1,"v":2}', b'{"done":true}']
+        raw = parse_records(job, b"\n".join(lines + rest) + b"\n", "finished")
+        assert raw.exit.startswith("protocol: unknown record"), raw.exit
+        verdict = judge("task", 0, job, raw)
+        assert verdict.status == "fail" and verdict.message.startswith("result channel tampered with")
+    assert not hasattr(RawOutcome("ok"), "expected")  # outcomes carry what the program returned, nothing else
 
+
+def test_a_test_whose_expected_side_is_still_an_expression_is_never_encoded_for_a_child():
+    """The guard of the rule: a job built from a test with ``expected_source`` (a flow that
+    forgot harness.expected.settle_expected_sources) is refused before anything is sent."""
+    tests = [TestCase(id="t0", call="f()", expected_source="sorted(set('cab'))")]
+    job = ExecJob(job_id="j", code="", tests=tests, entry_point="f", time_limits=[1.0])
+    with pytest.raises(ValueError, match="was not computed before the job was built"):
+        PayloadEncoder()(job)
+    settled = [dataclasses.replace(tests[0], expected=["a", "b", "c"], expected_source=None)]
+    _, _, text, _ = PayloadEncoder()(dataclasses.replace(job, tests=settled))
+    assert "expected" not in text and "cab" not in text
 
 
 @pytest.mark.parametrize("chunk", [1, 7, 1 << 20])
