@@ -59,9 +59,9 @@ class TestClock:
 
     GRACE = 1.0  # seconds, and at least the limit again
 
-    def __init__(self, limits: list, header_records: int, start: float):
+    def __init__(self, limits: list, start: float):
         self.limits = limits
-        self.header = header_records  # records before test 0: expected values, then load
+        self.header = 1  # records before test 0: the load record
         self.lines = 0
         self.since = start
 
@@ -216,6 +216,8 @@ class Forker:
             try:
                 job = marshal.loads(_read_memfd(job_fd))
                 job["tests"] = marshal.loads(_read_memfd(tests_fd))
+                if type(job["tests"]) is not list:
+                    raise ValueError("tests: not a list of tests")
                 self._confine_child(job, workdir, out_w, err_w, res_w, ruleset)
                 child.run(job, 3)
             except BaseException as exc:  # noqa: BLE001 - reported through stderr
@@ -295,7 +297,7 @@ class Zygote:
         deadline = start + float(job.get("batch_timeout", 60.0)) + 1.0
         self.job_id = str(job.get("job_id"))
         exited = _pidfd(pid)  # turns readable when the child exits
-        clock = TestClock(job.get("time_limits") or [], int(job.get("header_records", 1)), start)
+        clock = TestClock(job.get("time_limits") or [], start)
         try:
             reply = self._supervise(exited, out_r, err_r, res_r, deadline, clock)
         finally:
@@ -557,7 +559,7 @@ def main(argv=None) -> int:
     # job's line, or as "tests_marshal": N, the line then followed by N bytes: marshal of what
     # child.decode_tests makes of them, from the parent's cache (HumanEval+'s 9 MB of tests:
     # json.loads and decoding took 0.42 s of CPU a run).
-    held_key, held_fd, held_headers = None, None, 0
+    held_key, held_fd = None, None
     stdin = sys.stdin.buffer
     try:
         while line := stdin.readline():
@@ -572,22 +574,17 @@ def main(argv=None) -> int:
                         blob = stdin.read(size)
                         if len(blob) != size:
                             break  # the parent is gone
-                        tests = marshal.loads(blob)
-                        if type(tests) is not list:
-                            raise ValueError("tests_marshal: not a list of tests")
                     else:
-                        tests = child.decode_tests(job.pop("tests"))
-                        blob = marshal.dumps(tests)
+                        blob = marshal.dumps(child.decode_tests(job.pop("tests")))
                     if held_fd is not None:
                         os.close(held_fd)
                         held_key, held_fd = None, None
-                    held_fd = memfd("tests", blob)
-                    held_key, held_headers = key, sum(1 for t in tests if t.get("expected_source"))
-                    del tests, blob
+                    held_fd = memfd("tests", blob)  # the child checks what it loads from it
+                    held_key = key
+                    del blob
                 elif key is None or key != held_key:
                     _reply(reply, {"job_id": job.get("job_id"), "need_tests": True}, b"")
                     continue
-                job["header_records"] = 1 + held_headers
                 answer = zygote.run_job(job, held_fd)
             except ForkerGone as exc:
                 # No reply: to the pool this is a worker that died under the job (a program
