@@ -35,6 +35,10 @@ class Command:
         """Do the work; return the exit status. Raise a ``Codea1Error`` for user errors."""
         raise NotImplementedError
 
+    def resume_hint(self, args: argparse.Namespace) -> str:
+        """What to run after an interrupt to go on where this one stopped."""
+        return "rerun the same command to resume"
+
 
 def _global_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--plugin", action="append", default=[], metavar="PATH",
@@ -58,19 +62,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     early = argparse.ArgumentParser(add_help=False)
     _global_flags(early)
     known, _ = early.parse_known_args(argv)
+    command = args = None
     try:
         from codea1.harness.plugin_manager import load_plugins
 
         plugins = load_plugins(known.plugin)
         args = build_parser(plugins).parse_args(argv)
-        return plugins.commands.create(args.command).run(plugins, args)
+        command = plugins.commands.create(args.command)
+        return command.run(plugins, args)
     except Codea1Error as exc:
         if known.debug:
             traceback.print_exc()
         print(f"codea1: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("codea1: interrupted; rerun the same command to resume", file=sys.stderr)
+        hint = command.resume_hint(args) if command is not None else "nothing had started"
+        print(f"codea1: interrupted; {hint}", file=sys.stderr)
         return 130
     except BrokenPipeError:  # `codea1 ... | head` closed the pipe: nothing more to say
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit

@@ -105,11 +105,15 @@ def percent(x: float | None) -> str:
 
 
 def print_metrics(metrics: dict, notes: dict, width: int = 18) -> None:
+    """One line per metric: its value and what it means, or n/a and why; a note on a metric
+    that has a value (what was left out) goes on the same line."""
     for name, value in metrics.items():
         meaning = METRIC_NOTES.get(name.split(":")[-1].split("@")[0] + "@k", "")
-        print(f"  {name:<{width}} {percent(value)}" + (f"   ({meaning})" if meaning and value is not None else ""))
+        said = "; ".join(x for x in (meaning if value is not None else "", notes.get(name, "")) if x)
+        print(f"  {name:<{width}} {percent(value)}" + (f"   ({said})" if said else ""))
     for name, note in notes.items():
-        print(f"  {name:<{width}}    n/a   ({note})")
+        if name not in metrics:
+            print(f"  {name:<{width}}    n/a   ({note})")
 
 
 # -- commands --------------------------------------------------------------------------------
@@ -341,6 +345,11 @@ class TrainCommand(Command):
         again.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
         again.add_argument("--overwrite", action="store_true", help="discard the run in --out and start over")
         p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    def resume_hint(self, args):
+        if args.resume:
+            return "rerun the same command to resume"
+        return "rerun it with --resume to continue from the last checkpoint"
 
     def run(self, plugins, args):
         from codea1.harness.flows.train import load_config, train

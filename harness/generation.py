@@ -98,6 +98,21 @@ class Generator:
         self.close()
 
 
+def load_tokenizer(transformers, model: str, what: str, trust_remote_code: bool = False):
+    """transformers' tokenizer of ``model`` (a checkpoint directory or a hub name), the first
+    thing loaded from it: a path that is not there, or a name that cannot be fetched, is a
+    one-line error naming ``what`` (the flag or config key), not transformers' traceback."""
+    looks_like_path = model.startswith((".", "/", "~")) or model.count("/") > 1 or model.endswith("/")
+    if looks_like_path and not Path(model).expanduser().exists():
+        raise GenerationError(f"{what} {model}: no such checkpoint directory")
+    try:
+        return transformers.AutoTokenizer.from_pretrained(model, trust_remote_code=trust_remote_code)
+    except (OSError, ValueError) as exc:  # huggingface_hub's validation errors are ValueErrors
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise GenerationError(f"{what} {model}: not a checkpoint directory here, nor a model this machine "
+                              f"can download ({first})") from None
+
+
 def request_seed(seed: int, unit: str, first_index: int) -> int:
     digest = hashlib.sha256(f"{seed}\0{unit}\0{first_index}".encode()).digest()
     return int.from_bytes(digest[:4], "little") & 0x7FFFFFFF

@@ -144,6 +144,8 @@ class Run:
         self.cfg = cfg
         self.bench = create_benchmark(plugins, cfg.benchmark, cfg.data, cfg.benchmark_options)
         self.limits = cfg.apply_limits(self.bench) if isinstance(cfg, LimitedRunConfig) else {}
+        if isinstance(cfg, ExecutingRunConfig) and cfg.workers is not None and cfg.workers < 1:
+            raise ConfigError(f"--workers {cfg.workers}: expected at least 1 (leave it out for one per core)")
         self._owns_executor = executor is None and isinstance(cfg, ExecutingRunConfig)
         if self._owns_executor:
             executor = plugins.executors.create(cfg.executor, cfg.executor_options, workers=cfg.workers)

@@ -69,6 +69,16 @@ def environment() -> dict[str, Any]:
             "packages": versions}
 
 
+def make_directory(path: Path, flag: str, what: str) -> None:
+    """``path`` and its parents, or a one-line error that names ``flag`` and why not."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # a file where a parent should be, no permission, a read-only place
+        above = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+        why = f"{above} is a file, not a directory" if above else (exc.strerror or str(exc)).lower()
+        raise RunStoreError(f"{flag} {path}: cannot create {what}: {why}") from None
+
+
 class RunStore:
     """``identity`` are the config fields that must match for a resume (benchmark, samples,
     ...; the command always); other config fields (workers, progress) may change between
@@ -80,7 +90,7 @@ class RunStore:
         if self.dir.exists() and not self.dir.is_dir():
             raise RunStoreError(f"--out {out_dir}: a file is there; the run directory must be a directory "
                                 f"(or not exist yet)")
-        self.dir.mkdir(parents=True, exist_ok=True)
+        make_directory(self.dir, "--out", "the run directory")
         self.rows_path = self.dir / rows_name  # one JSON row per finished unit, appended
         self._rows = None  # the rows file, open for appending once the first row comes
         self.config_path = self.dir / "config.json"

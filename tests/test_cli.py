@@ -177,3 +177,83 @@ def test_evalplus_time_and_memory_knobs_change_verdicts_and_are_recorded(tmp_pat
     assert tests.returncode == 0, tests.stderr
     config = json.loads((tmp_path / "tests" / "config.json").read_text())
     assert config["limits"] == {"min_time_limit": 60.0, "gt_time_limit_factor": 8.0, "memory_mb": 1024}
+
+
+def one_line_error(result, says: str) -> None:
+    assert result.returncode == 2, (result.returncode, result.stderr[-2000:])
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("codea1: error: ") and says in lines[0], result.stderr[-2000:]
+
+
+def test_bad_places_and_numbers_are_one_line_errors(tmp_path):
+    """--out below a file or where nothing can be made, a report's --out that is a file,
+    --workers 0: exit 2 and one line, and nothing written."""
+    (tmp_path / "afile").write_text("x")
+    demo = ["evaluate", "--benchmark", "demo", "--tasks", "demo/0", "--no-progress"]
+    one_line_error(codea1(*demo, "--out", str(tmp_path / "afile" / "run")),
+                   f"--out {tmp_path / 'afile' / 'run'}: cannot create the run directory: {tmp_path / 'afile'} is a file")
+    one_line_error(codea1(*demo, "--out", "/proc/no-such/run"), "cannot create the run directory: no such file")
+    one_line_error(codea1(*demo, "--workers", "0", "--out", str(tmp_path / "w0")), "--workers 0: expected at least 1")
+    assert not (tmp_path / "w0").exists()
+    assert codea1(*demo, "--out", str(tmp_path / "run")).returncode == 0
+    one_line_error(codea1("report", str(tmp_path / "run"), "--out", str(tmp_path / "afile")),
+                   f"--out {tmp_path / 'afile'}: a file is there")
+    one_line_error(codea1("report", str(tmp_path / "run"), "--out", str(tmp_path / "afile" / "r")),
+                   "cannot create the report directory")
+
+
+def test_a_model_that_is_not_there_is_a_one_line_error(tmp_path):
+    one_line_error(codea1("generate", "--role", "code", "--generator", "hf", "--model", str(tmp_path / "no-ckpt"),
+                          "--benchmark", "demo", "--out", str(tmp_path / "g"), "--no-progress"),
+                   f"--model {tmp_path / 'no-ckpt'}: no such checkpoint directory")
+    one_line_error(codea1("generate", "--role", "code", "--generator", "hf", "--model", "someorg/no-such-model",
+                          "--benchmark", "demo", "--out", str(tmp_path / "g"), "--no-progress",
+                          env={"HF_HUB_OFFLINE": "1"}),
+                   "--model someorg/no-such-model: not a checkpoint directory here, nor a model this machine can download")
+    config = tmp_path / "gt.toml"
+    config.write_text('[train]\ntrainer = "golden-tests"\nsteps = 1\nbatch_size = 2\n\n[benchmark]\nname = "demo"\n\n'
+                      f'[policies.code]\nmodel = "{tmp_path / "no-ckpt"}"\n')
+    one_line_error(codea1("train", "--config", str(config), "--out", str(tmp_path / "t"), "--no-progress"),
+                   f"[policies] model {tmp_path / 'no-ckpt'}: no such checkpoint directory")
+    assert not (tmp_path / "t").exists()
+
+
+def test_training_config_and_run_directory_mistakes_are_one_line_errors(tmp_path):
+    config = tmp_path / "c.toml"
+    config.write_text('[train]\ntrainer = "golden-tests"\nsteps = "four"\n')
+    one_line_error(codea1("train", "--config", str(config), "--out", str(tmp_path / "t")),
+                   f"{config}: [train] key 'steps': expected an integer, got 'four'")
+    config.write_text('[train]\ntrainer = "golden-tests"\nsteps = 1\nbatch_size = 2.5\n')
+    one_line_error(codea1("train", "--config", str(config), "--out", str(tmp_path / "t")),
+                   "[train] key 'batch_size': expected an integer, got 2.5")
+    config.write_text('[train]\ntrainer = "golden-tests"\nsteps = 1\n\n[benchmark]\nname = "demo"\n\n'
+                      '[policies.code]\nmodel = "x"\n')
+    one_line_error(codea1("train", "--config", str(config), "--out", str(tmp_path / "nowhere"), "--resume"),
+                   f"--resume: --out {tmp_path / 'nowhere'} holds no training run")
+    assert not (tmp_path / "nowhere").exists()
+    (tmp_path / "afile").write_text("x")
+    one_line_error(codea1("train", "--config", str(config), "--out", str(tmp_path / "afile")),
+                   "a file is there")
+
+
+def test_an_interrupted_train_says_how_to_resume():
+    """The hint after Ctrl-C names --resume (the same command without it is refused)."""
+    from argparse import Namespace
+
+    from codea1.harness.commands import EvaluateCommand, TrainCommand
+
+    assert "--resume" in TrainCommand().resume_hint(Namespace(resume=False))
+    assert TrainCommand().resume_hint(Namespace(resume=True)) == "rerun the same command to resume"
+    assert EvaluateCommand().resume_hint(Namespace()) == "rerun the same command to resume"
+
+
+def test_each_metric_is_printed_on_one_line(tmp_path):
+    """A metric with a value and a note (mut@k: tasks left out) is one line, not a figure
+    followed by an n/a line."""
+    result = codea1("evaluate-tests", "--benchmark", "demo", "--tests", "golden", "--no-coverage", "--no-progress",
+                    "--out", str(tmp_path / "t"))
+    assert result.returncode == 0, result.stderr
+    names = [line.split()[0] for line in result.stdout.splitlines() if line.startswith("  ") and "@" in line.split()[0]]
+    assert names and len(names) == len(set(names)), result.stdout
+    mut = next(line for line in result.stdout.splitlines() if line.split()[:1] == ["mut@1"])
+    assert "%" in mut and "left out" in mut

@@ -38,7 +38,7 @@ from typing import Any
 from codea1.harness.errors import Codea1Error, ConfigError
 from codea1.harness.registry import did_you_mean
 from codea1.harness.reporting import Figure, Report, Table
-from codea1.harness.runstore import run_status
+from codea1.harness.runstore import make_directory, run_status
 
 KINDS = ("evaluate", "evaluate-tests", "tts", "train", "evalplus")
 # Last-step figures of a train run shown in the training table (those the step log has).
@@ -564,10 +564,12 @@ def report(plugins, cfg: ReportConfig) -> dict[str, Any]:
     for run in cfg.runs:
         if out.resolve() == Path(run).resolve() or Path(run).resolve() in out.resolve().parents:
             raise ConfigError(f"--out {out}: inside run {run}; a report never writes into the runs it reads")
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out}: a file is there; a report is a directory (or does not exist yet)")
     if out.exists() and any(out.iterdir()) and not cfg.overwrite:
         raise ConfigError(f"--out {out} is not empty: pass --overwrite to replace the report there")
     built = build_report(cfg)
-    out.mkdir(parents=True, exist_ok=True)
+    make_directory(out, "--out", "the report directory")
     written = []
     for reporter in reporters:
         written += reporter.write(built, out)

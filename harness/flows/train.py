@@ -36,6 +36,8 @@ import os
 import random
 import shutil
 import time
+import types
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -157,9 +159,13 @@ def load_config(plugins, path: str, sets: list[str], out: str, overwrite: bool =
         if not isinstance(table, dict):
             raise ConfigError(f"{path}: [{name}] must be a table")
         fields = {f.name: f for f in dataclasses.fields(cls)}
+        hints = typing.get_type_hints(cls)
         for key, value in table.items():
             if key not in fields:
                 raise ConfigError(f"{path}: [{name}] unknown key {key!r}{did_you_mean(key, fields)}")
+            wrong = wrong_type(value, hints[key])
+            if wrong:
+                raise ConfigError(f"{path}: [{name}] key {key!r}: expected {wrong}, got {value!r}")
         try:
             return cls(**table)
         except (TypeError, ValueError) as exc:
@@ -200,6 +206,30 @@ def load_config(plugins, path: str, sets: list[str], out: str, overwrite: bool =
                        executor_options={k: str(v) for k, v in executor.options.items()}, workers=executor.workers,
                        out=out, overwrite=overwrite, progress=progress, config_file=str(path), sets=list(sets),
                        resume=resume, settings=settings)
+
+
+_TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true or false", list: "a list",
+               dict: "a table"}
+
+
+def wrong_type(value: Any, annotation: Any) -> str | None:
+    """What ``value`` (as TOML read it) should have been for ``annotation``, or None when it
+    fits (an int fits a float; None fits an optional key)."""
+    options = typing.get_args(annotation) if typing.get_origin(annotation) in (typing.Union, types.UnionType) \
+        else (annotation,)
+    kinds = [typing.get_origin(o) or o for o in options]
+    if value is None and type(None) in kinds:
+        return None
+    for kind in kinds:
+        if kind is bool and type(value) is bool:
+            return None
+        if kind is float and type(value) in (int, float):
+            return None
+        if kind in (int, str, list, dict) and type(value) is kind:
+            return None
+        if kind not in _TYPE_NAMES and kind is not type(None):
+            return None  # a type this check does not know: the dataclass decides
+    return " or ".join(_TYPE_NAMES[k] for k in kinds if k in _TYPE_NAMES)
 
 
 def plugin_options(entry, table: dict, path: str, name: str):
@@ -265,12 +295,17 @@ def train(plugins, cfg: TrainConfig) -> dict[str, Any]:
 def refuse_or_clear(cfg: TrainConfig, out: Path) -> None:
     """A directory holding a run is resumed (--resume) or replaced (--overwrite), never
     mixed with a new one."""
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out}: a file is there; the run directory must be a directory (or not exist yet)")
     holds_run = (out / "config.json").exists()
     if holds_run and cfg.overwrite:
         for name in ("checkpoints", "mistake_book", "export", "evaluation"):
             shutil.rmtree(out / name, ignore_errors=True)
     elif holds_run and not cfg.resume:
         raise ConfigError(f"--out {out} holds a training run: pass --resume to continue it or --overwrite to start over")
+    elif cfg.resume and not holds_run:
+        raise ConfigError(f"--resume: --out {out} holds no training run (no config.json there); "
+                          f"leave out --resume to start one")
 
 
 def open_trainer(plugins, run: Run, cfg: TrainConfig):

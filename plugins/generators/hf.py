@@ -22,6 +22,7 @@ from codea1.harness.generation import (
     GenerationRequest,
     Generator,
     GeneratorUnavailable,
+    load_tokenizer,
     model_fingerprint,
 )
 from codea1.harness.hookspecs import hookimpl
@@ -63,7 +64,7 @@ class HFGenerator(Generator):
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
         dtype = {"auto": "auto", "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[o.dtype]
-        self.tokenizer = transformers.AutoTokenizer.from_pretrained(self.model, trust_remote_code=o.trust_remote_code)
+        self.tokenizer = load_tokenizer(transformers, self.model, "--model", o.trust_remote_code)
         self.tokenizer.padding_side = "left"  # generation continues at the right edge
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token

@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from codea1.harness.generation import SamplingParams
+from codea1.harness.generation import SamplingParams, load_tokenizer
 from codea1.harness.hookspecs import hookimpl
 from codea1.harness.prompts import chat_prompt
 from codea1.harness.training import BackendUnavailable, PolicyBackend, PolicySample
@@ -116,7 +116,7 @@ class TorchBackend(PolicyBackend):
         self.device = ("cuda" if torch.cuda.is_available() else "cpu") if o.device == "auto" else o.device
         dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[o.dtype]
         torch.manual_seed(seed)
-        self.tokenizer = transformers.AutoTokenizer.from_pretrained(o.model, trust_remote_code=o.trust_remote_code)
+        self.tokenizer = load_tokenizer(transformers, o.model, "[policies] model", o.trust_remote_code)
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
