@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Sequence
 
+from codea1.harness.benchmark import BenchmarkError
 from codea1.harness.errors import ConfigError
 from codea1.harness.longlived import long_lived
 from codea1.harness.records import Problem
@@ -45,6 +46,7 @@ class RunConfig:
 
     COMMAND = ""
     ROWS = "rows.jsonl"
+    DATA_FLAG: ClassVar[str] = "--data"  # how an error names the data path
     IDENTITY: ClassVar[tuple[str, ...]] = ("benchmark", "data", "benchmark_options")
 
     def record(self) -> dict[str, Any]:
@@ -158,6 +160,12 @@ class Run:
             self.all_problems: dict[str, Problem] = {p.task_id: p for p in loaded}
             self.problems: dict[str, Problem] = {p.task_id: p for p in select_tasks(loaded, cfg.tasks, cfg.limit,
                                                                                      cfg.benchmark)}
+        except BenchmarkError as exc:
+            self.close()
+            # Loaders name the command line's flag; a config file names the data otherwise.
+            if cfg.DATA_FLAG != "--data" and str(exc).startswith("--data "):
+                raise BenchmarkError(cfg.DATA_FLAG + str(exc)[len("--data"):]) from None
+            raise
         except BaseException:
             self.close()
             raise

@@ -234,6 +234,11 @@ def test_training_config_and_run_directory_mistakes_are_one_line_errors(tmp_path
     (tmp_path / "afile").write_text("x")
     one_line_error(codea1("train", "--config", str(config), "--out", str(tmp_path / "afile")),
                    "a file is there")
+    config.write_text('[train]\ntrainer = "golden-tests"\nsteps = 1\n\n[benchmark]\nname = "kodcode"\n\n'
+                      '[policies.code]\nmodel = "x"\n')
+    one_line_error(codea1("train", "--config", str(config), "--out", str(tmp_path / "t"), "--set",
+                          f"benchmark.data={tmp_path / 'nope'}"),
+                   f"[benchmark] data {tmp_path / 'nope'}: no KodCode")  # not "--data": no such flag was given
 
 
 def test_an_interrupted_train_says_how_to_resume():

@@ -122,6 +122,7 @@ class TrainConfig(ExecutingRunConfig):
 
     COMMAND = "train"
     ROWS = "steps.jsonl"
+    DATA_FLAG = "[benchmark] data"
     IDENTITY = ("identity",)
 
     def record(self) -> dict[str, Any]:
