@@ -11,6 +11,7 @@ same tests as the sandbox's zygote holds them (marshal bytes it loads faster tha
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import marshal
@@ -108,6 +109,26 @@ def _write_tests_blob(path: Path, key: str, text: str) -> bool:
     return data is not None
 
 
+@functools.lru_cache(maxsize=None)
+def sandbox_environment() -> str:
+    """A digest of what a program in the sandbox can import: the interpreter's version and
+    every installed distribution's name and version (the zygotes run this interpreter). Part
+    of every cache key, so a reference that failed for a module missing here ("fails here",
+    the task skipped) is run again once the module is installed, or another version is."""
+    import sys
+
+    # The names of the .dist-info / .egg-info folders on sys.path carry name and version:
+    # listing them takes milliseconds, reading every METADATA file half a second.
+    dists = set()
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        dists.update(n for n in names if n.endswith((".dist-info", ".egg-info")))
+    return hashlib.sha256("\n".join([sys.version, *sorted(dists)]).encode()).hexdigest()[:16]
+
+
 def problem_key(problem: Problem) -> str:
     """Fingerprint of what a reference run depends on. The tests enter through marshal's
     bytes of their fields (format 2: a function of the value alone, with no back-references
@@ -123,7 +144,7 @@ def problem_key(problem: Problem) -> str:
     except ValueError:  # a value marshal cannot write (an Opaque), or nesting too deep for it
         tests = repr(fields).encode("utf-8", "surrogatepass")
     h = hashlib.sha256()
-    for part in (CACHE_VERSION, problem.reference, problem.entry_point, problem.prelude):
+    for part in (CACHE_VERSION, sandbox_environment(), problem.reference, problem.entry_point, problem.prelude):
         h.update(part.encode("utf-8", "surrogatepass") + b"\0")
     h.update(tests)
     return h.hexdigest()[:32]

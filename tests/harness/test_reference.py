@@ -123,3 +123,30 @@ def test_a_torn_or_foreign_cache_file_is_recomputed(executor, tmp_path, monkeypa
         assert run_references([problem(1, (2, 3), {"a": {4}}, float("inf"))], executor,
                               checks_tests=lambda p: False)["p"].values == values
         assert ReferenceRun.load(path).values == values
+
+
+def test_the_cache_key_changes_when_what_the_sandbox_can_import_changes(tmp_path):
+    """A reference that failed for a missing module is not kept once the module is installed:
+    the key holds the installed distributions (here one installed into a folder on the path)."""
+    import os
+    import subprocess
+    import sys
+
+    script = ("from codea1.harness.records import Problem, TestCase\n"
+              "from codea1.harness.reference import problem_key\n"
+              "print(problem_key(Problem(task_id='t', prompt='', entry_point='f', reference='import fakepkg\\n',"
+              " tests=[TestCase(id='a', call='f(1)', expected=1)])))\n")
+
+    def key() -> str:
+        env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+        return subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
+                              check=True).stdout.strip()
+
+    before = key()
+    assert key() == before  # a function of the environment, not of the process
+    (tmp_path / "fakepkg").mkdir()
+    (tmp_path / "fakepkg-1.0.dist-info").mkdir()
+    installed = key()
+    assert installed != before
+    (tmp_path / "fakepkg-1.0.dist-info").rename(tmp_path / "fakepkg-1.1.dist-info")
+    assert key() not in (before, installed)  # another version
