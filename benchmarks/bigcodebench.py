@@ -54,7 +54,8 @@ class BigCodeBench(Benchmark):
         data = self.options.data
         if data:
             if not os.path.isfile(data):
-                raise BenchmarkError(f"--data {data}: no such file (expected BigCodeBench-*.jsonl[.gz])")
+                what = "a directory, not a file" if os.path.isdir(data) else "no such file"
+                raise BenchmarkError(f"--data {data}: {what} (expected BigCodeBench-*.jsonl[.gz])")
             first = first_row(data, BenchmarkError)
             if not str(first.get("task_id", "")).startswith("BigCodeBench/"):
                 raise BenchmarkError(f"--data {data}: not a BigCodeBench file: its first record's field 'task_id' is "

@@ -36,7 +36,8 @@ def load_evalplus_problems(dataset: str, data: str | None) -> dict[str, dict]:
     }[dataset]
     if data:
         if not os.path.isfile(data):
-            raise BenchmarkError(f"--data {data}: no such file (expected evalplus' {dataset} .jsonl or .jsonl.gz)")
+            what = "a directory, not a file" if os.path.isdir(data) else "no such file"
+            raise BenchmarkError(f"--data {data}: {what} (expected evalplus' {dataset} .jsonl or .jsonl.gz)")
         first = first_row(data, BenchmarkError)
         if not str(first.get("task_id", "")).startswith(prefix):
             raise BenchmarkError(f"--data {data}: not a {dataset}+ file: its first record's field 'task_id' is "

@@ -37,7 +37,7 @@ class UnLeakedTestBench(Benchmark):
         if not path:
             raise BenchmarkError("benchmark 'ult' needs --data PATH (ULT_Lite.json or the full set's .jsonl)")
         if not os.path.isfile(path):
-            raise BenchmarkError(f"--data {path}: no such file")
+            raise BenchmarkError(f"--data {path}: {'a directory, not a file' if os.path.isdir(path) else 'no such file'}")
         problems = []
         for where, rec in json_records(path, BenchmarkError):
             for field in ("task_id", "func_name", "code"):

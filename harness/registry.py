@@ -24,9 +24,13 @@ class PluginLoadError(Codea1Error):
     """A plugin could not be loaded or registered something it may not."""
 
 
-def did_you_mean(name: str, known) -> str:
+def did_you_mean(name: str, known, list_at_most: int = 20) -> str:
+    """"; did you mean ...?" and the known names, when there are few enough to read (a
+    benchmark's 164 task ids are a count and where to list them instead)."""
     close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.5)
     hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    if len(known) > list_at_most:
+        return f"{hint} ({len(known)} known: `codea1 tasks` lists them)"
     return f"{hint} (known: {', '.join(sorted(known)) or 'none'})"
 
 

@@ -262,3 +262,13 @@ def test_each_metric_is_printed_on_one_line(tmp_path):
     assert names and len(names) == len(set(names)), result.stdout
     mut = next(line for line in result.stdout.splitlines() if line.split()[:1] == ["mut@1"])
     assert "%" in mut and "left out" in mut
+
+
+def test_a_data_directory_and_an_unknown_task_are_named_as_such(tmp_path):
+    data = shared_file("humanevalplus", "HumanEvalPlus-v0.1.10.jsonl.gz")
+    one_line_error(codea1("evaluate", "--benchmark", "humaneval+", "--data", str(data.parent), "--out", str(tmp_path / "o")),
+                   f"--data {data.parent}: a directory, not a file")
+    unknown = codea1("evaluate", "--benchmark", "humaneval+", "--data", str(data), "--tasks", "HumanEval/999",
+                     "--out", str(tmp_path / "o"))
+    one_line_error(unknown, "did you mean 'HumanEval/99'")
+    assert "164 known: `codea1 tasks` lists them" in unknown.stderr and "HumanEval/100," not in unknown.stderr
