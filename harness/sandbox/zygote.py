@@ -300,6 +300,12 @@ class Zygote:
         clock = TestClock(job.get("time_limits") or [], start)
         try:
             reply = self._supervise(exited, out_r, err_r, res_r, deadline, clock)
+        except Exception:
+            try:  # the child must not outlive its job: the forker kills and reaps it
+                self.forker.reap(0)
+            except Exception:  # noqa: BLE001 - the first error is the one to report
+                pass
+            raise
         finally:
             if exited is not None:
                 os.close(exited)
