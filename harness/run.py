@@ -173,6 +173,8 @@ class Run:
     def start(self, environment: dict[str, Any] | None = None, **config: Any) -> RunStore:
         """Write config.json (the config record, updated with ``config``: resolved paths,
         prompt texts) and environment.json, then announce the run."""
+        if isinstance(self.cfg, LimitedRunConfig):
+            self._refuse_a_narrower_selection()
         record = {**self.cfg.record(), **({"limits": self.limits} if self.limits else {}),
                   "data_digest": data_digest(self.bench, self.all_problems), **config}
         self.store = RunStore(self.cfg.out, record, self.cfg.IDENTITY, overwrite=self.cfg.overwrite,
@@ -184,6 +186,26 @@ class Run:
         self.store.mark_running()
         self.plugins.hook.codea1_run_started(config=self.store.config, out_dir=str(self.store.dir))
         return self.store
+
+    def _refuse_a_narrower_selection(self) -> None:
+        """results.json describes the whole run directory: a rerun whose --tasks / --limit
+        leaves out tasks the directory already holds rows of is refused (before anything is
+        written), not summarised over the smaller selection."""
+        rows = Path(self.cfg.out) / self.cfg.rows_file()
+        if self.cfg.overwrite or not rows.is_file():
+            return
+        held = set()
+        with open(rows, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                try:
+                    held.add(json.loads(line)["task_id"])
+                except (ValueError, KeyError, TypeError):
+                    continue  # a torn last line: the store deals with it
+        left_out = sorted(held - set(self.problems))
+        if left_out:
+            raise ConfigError(f"--out {self.cfg.out} holds results of {len(held)} tasks, {len(left_out)} of which this "
+                              f"selection leaves out (e.g. {left_out[0]}); its results.json describes the whole "
+                              f"directory: select them too, pass --overwrite, or use another --out")
 
     def finish(self, results: dict[str, Any]) -> dict[str, Any]:
         """Write results.json and announce the end of the run."""

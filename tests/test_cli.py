@@ -272,3 +272,16 @@ def test_a_data_directory_and_an_unknown_task_are_named_as_such(tmp_path):
                      "--out", str(tmp_path / "o"))
     one_line_error(unknown, "did you mean 'HumanEval/99'")
     assert "164 known: `codea1 tasks` lists them" in unknown.stderr and "HumanEval/100," not in unknown.stderr
+
+
+def test_a_rerun_that_would_describe_fewer_tasks_is_refused_and_a_wider_one_resumes(tmp_path):
+    out = tmp_path / "run"
+    base = ["evaluate", "--benchmark", "demo", "--no-progress", "--out", str(out)]
+    assert codea1(*base, "--limit", "3").returncode == 0
+    before = (out / "results.json").read_text()
+    one_line_error(codea1(*base, "--limit", "2"), "holds results of 3 tasks, 1 of which this selection leaves out "
+                                                  "(e.g. demo/2)")
+    assert (out / "results.json").read_text() == before  # nothing rewritten
+    wider = codea1(*base, "--limit", "4")
+    assert wider.returncode == 0, wider.stderr
+    assert list(json.loads((out / "results.json").read_text())["tasks"]) == ["demo/0", "demo/1", "demo/2", "demo/3"]
