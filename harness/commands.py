@@ -348,7 +348,7 @@ class TrainCommand(Command):
 
     def resume_hint(self, args):
         if args.resume:
-            return "rerun the same command to resume"
+            return super().resume_hint(args)
         return "rerun it with --resume to continue from the last checkpoint"
 
     def run(self, plugins, args):

@@ -161,19 +161,30 @@ def _convert(entry: Entry, key: str, hint: Any, text: Any) -> Any:
     return text
 
 
-def _typed(entry: Entry, key: str, hint: Any, value: Any) -> Any:
-    """A value that arrived typed (from a TOML file): checked against the option's type."""
+def _base_type(hint: Any) -> Any:
+    """``int`` for ``int``, ``int | None`` and ``Optional[int]``; ``list`` for ``list[str]``."""
     origin = typing.get_origin(hint)
     if origin is typing.Union or str(origin) == "types.UnionType":
-        args = typing.get_args(hint)
-        if value is None and type(None) in args:
-            return None
-        hint = next((a for a in args if a is not type(None)), str)
-    base = typing.get_origin(hint) or hint
+        hint = next((a for a in typing.get_args(hint) if a is not type(None)), str)
+    return typing.get_origin(hint) or hint
+
+
+def typed_mismatch(hint: Any, value: Any) -> type | None:
+    """The type a value that arrived typed (from a TOML file) should have had for ``hint``,
+    or None when it fits (an int fits a float; None fits an optional; unknown types fit)."""
+    if value is None and type(None) in typing.get_args(hint):
+        return None
+    base = _base_type(hint)
     ok = {bool: lambda v: type(v) is bool, int: lambda v: type(v) is int,
           float: lambda v: type(v) in (int, float), str: lambda v: type(v) is str,
           list: lambda v: isinstance(v, list), dict: lambda v: isinstance(v, dict)}.get(base, lambda v: True)
-    if not ok(value):
-        name = getattr(base, "__name__", str(base))
+    return None if ok(value) else base
+
+
+def _typed(entry: Entry, key: str, hint: Any, value: Any) -> Any:
+    """A value that arrived typed (from a TOML file): checked against the option's type."""
+    wrong = typed_mismatch(hint, value)
+    if wrong is not None:
+        name = getattr(wrong, "__name__", str(wrong))
         raise OptionError(f"{entry.kind[:-1]} {entry.name!r}: option {key!r} expects {name}, got {value!r}")
-    return float(value) if base is float else value
+    return float(value) if _base_type(hint) is float else value

@@ -36,7 +36,6 @@ import os
 import random
 import shutil
 import time
-import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,7 +45,7 @@ import tomllib
 
 from codea1.harness.errors import ConfigError
 from codea1.harness.generation import SamplingParams
-from codea1.harness.registry import OptionError, did_you_mean, parse_options
+from codea1.harness.registry import OptionError, did_you_mean, parse_options, typed_mismatch
 from codea1.harness.run import ExecutingRunConfig, Run, open_run
 from codea1.harness.training import TrainContext
 
@@ -164,9 +163,10 @@ def load_config(plugins, path: str, sets: list[str], out: str, overwrite: bool =
         for key, value in table.items():
             if key not in fields:
                 raise ConfigError(f"{path}: [{name}] unknown key {key!r}{did_you_mean(key, fields)}")
-            wrong = wrong_type(value, hints[key])
-            if wrong:
-                raise ConfigError(f"{path}: [{name}] key {key!r}: expected {wrong}, got {value!r}")
+            wrong = typed_mismatch(hints[key], value)
+            if wrong is not None:
+                raise ConfigError(f"{path}: [{name}] key {key!r}: expected {_TYPE_NAMES.get(wrong, wrong.__name__)}, "
+                                  f"got {value!r}")
         try:
             return cls(**table)
         except (TypeError, ValueError) as exc:
@@ -211,26 +211,6 @@ def load_config(plugins, path: str, sets: list[str], out: str, overwrite: bool =
 
 _TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true or false", list: "a list",
                dict: "a table"}
-
-
-def wrong_type(value: Any, annotation: Any) -> str | None:
-    """What ``value`` (as TOML read it) should have been for ``annotation``, or None when it
-    fits (an int fits a float; None fits an optional key)."""
-    options = typing.get_args(annotation) if typing.get_origin(annotation) in (typing.Union, types.UnionType) \
-        else (annotation,)
-    kinds = [typing.get_origin(o) or o for o in options]
-    if value is None and type(None) in kinds:
-        return None
-    for kind in kinds:
-        if kind is bool and type(value) is bool:
-            return None
-        if kind is float and type(value) in (int, float):
-            return None
-        if kind in (int, str, list, dict) and type(value) is kind:
-            return None
-        if kind not in _TYPE_NAMES and kind is not type(None):
-            return None  # a type this check does not know: the dataclass decides
-    return " or ".join(_TYPE_NAMES[k] for k in kinds if k in _TYPE_NAMES)
 
 
 def plugin_options(entry, table: dict, path: str, name: str):
