@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 import traceback
 from typing import Any, Sequence
@@ -35,9 +36,10 @@ class Command:
         """Do the work; return the exit status. Raise a ``Codea1Error`` for user errors."""
         raise NotImplementedError
 
-    def resume_hint(self, args: argparse.Namespace) -> str:
-        """What to run after an interrupt to go on where this one stopped."""
-        return "rerun the same command to resume"
+    def resume_argv(self, args: argparse.Namespace, argv: list[str]) -> list[str]:
+        """The arguments that go on where an interrupted ``codea1 ARGV`` stopped: the same,
+        less ``--overwrite`` (which would discard what the interrupted run kept)."""
+        return [a for a in argv if a != "--overwrite"]
 
 
 def _global_flags(parser: argparse.ArgumentParser) -> None:
@@ -58,6 +60,7 @@ def build_parser(plugins) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    as_program = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     early = argparse.ArgumentParser(add_help=False)
     _global_flags(early)
@@ -76,8 +79,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"codea1: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        hint = command.resume_hint(args) if command is not None else "nothing had started"
+        hint = (f"what it judged is kept; resume with: {shlex.join(['codea1', *command.resume_argv(args, argv)])}"
+                if command is not None else "nothing had started")
         print(f"codea1: interrupted; {hint}", file=sys.stderr)
+        if as_program:
+            # Everything kept is written (the flows' with/finally blocks ran on the way here);
+            # do not wait at exit for threads still blocked on a request nobody will read.
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except OSError:
+                    pass
+            os._exit(130)
         return 130
     except BrokenPipeError:  # `codea1 ... | head` closed the pipe: nothing more to say
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 from typing import Sequence
 
 from codea1.harness.cli import Command
@@ -346,10 +347,11 @@ class TrainCommand(Command):
         again.add_argument("--overwrite", action="store_true", help="discard the run in --out and start over")
         p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
-    def resume_hint(self, args):
-        if args.resume:
-            return super().resume_hint(args)
-        return "rerun it with --resume to continue from the last checkpoint"
+    def resume_argv(self, args, argv):
+        # Once --out holds a run, the same command without --resume is refused.
+        again = super().resume_argv(args, argv)
+        started = (Path(args.out) / "config.json").is_file()
+        return [*again, "--resume"] if started and "--resume" not in again else again
 
     def run(self, plugins, args):
         from codea1.harness.flows.train import load_config, train

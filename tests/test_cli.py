@@ -241,15 +241,23 @@ def test_training_config_and_run_directory_mistakes_are_one_line_errors(tmp_path
                    f"[benchmark] data {tmp_path / 'nope'}: no KodCode")  # not "--data": no such flag was given
 
 
-def test_an_interrupted_train_says_how_to_resume():
-    """The hint after Ctrl-C names --resume (the same command without it is refused)."""
+def test_the_resume_command_after_an_interrupt(tmp_path):
+    """The command printed after Ctrl-C goes on where the run stopped: train needs --resume
+    once --out holds a run (the same command without it is refused), and --overwrite would
+    discard what was kept."""
     from argparse import Namespace
 
     from codea1.harness.commands import EvaluateCommand, TrainCommand
 
-    assert "--resume" in TrainCommand().resume_hint(Namespace(resume=False))
-    assert TrainCommand().resume_hint(Namespace(resume=True)) == "rerun the same command to resume"
-    assert EvaluateCommand().resume_hint(Namespace()) == "rerun the same command to resume"
+    run = tmp_path / "r"
+    argv = ["train", "--config", "c.toml", "--out", str(run), "--overwrite"]
+    assert TrainCommand().resume_argv(Namespace(out=str(run)), argv) == argv[:-1]  # nothing started: no --resume
+    run.mkdir()
+    (run / "config.json").write_text("{}")
+    assert TrainCommand().resume_argv(Namespace(out=str(run)), argv) == [*argv[:-1], "--resume"]
+    assert TrainCommand().resume_argv(Namespace(out=str(run)), [*argv[:-1], "--resume"]) == [*argv[:-1], "--resume"]
+    assert EvaluateCommand().resume_argv(Namespace(out="r"), ["evaluate", "--overwrite", "--out", "r"]) == \
+        ["evaluate", "--out", "r"]
 
 
 def test_each_metric_is_printed_on_one_line(tmp_path):

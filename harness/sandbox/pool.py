@@ -89,9 +89,16 @@ class _Zygote:
                 chunks.append(body)
                 if on_chunk is not None and not cancelled and on_chunk(body):
                     cancelled = True
-                    os.write(self.control_w, f"cancel {job_id}\n".encode())
+                    self.cancel(job_id)
         except (BrokenPipeError, OSError, ValueError) as exc:
             raise ZygoteDied(f"zygote pipe broke: {exc}; {self.stderr_tail()}") from exc
+
+    def cancel(self, job_id: str) -> None:
+        """Have the zygote kill the child running ``job_id`` (ignored once that job ended)."""
+        try:
+            os.write(self.control_w, f"cancel {job_id}\n".encode())
+        except OSError:  # the zygote is gone or closing: nothing runs there any more
+            pass
 
     def request(self, head: str, tests_key: str, tests_json: str, tests_blob: Callable[[], bytes | None] | None = None,
                 job_id: str = "", on_chunk=None) -> tuple[dict, bytes]:
@@ -270,17 +277,27 @@ class ZygotePool:
         answers: queue.Queue = queue.Queue()
         todo = _Groups(items, group)
         total = len(todo)
+        # When the caller stops early (Ctrl-C, an error, a generator closed), the workers take
+        # no more items and the jobs in flight are cancelled: the caller waits for a kill,
+        # not for the rest of the list.
+        stopping = threading.Event()
+        running: dict[_Zygote, str] = {}
 
         def worker():
             zygote, mine, broken = self._free.get(), _NO_GROUP, None
             try:
-                while (item := todo.take(mine)) is not None:
+                while not stopping.is_set() and (item := todo.take(mine)) is not None:
                     mine = group(item)
                     answer = None
                     for attempt in range(2):
+                        sent_to = None
                         try:
                             if zygote is None:
                                 raise ZygoteDied(f"no zygote could be started: {broken}")
+                            sent_to = zygote
+                            running[sent_to] = job_id(item)
+                            if stopping.is_set():  # stopped between take and here: cancel() missed it
+                                break
                             answer = zygote.request(*make_payload(item), job_id=job_id(item),
                                                     on_chunk=make_on_chunk(item))
                             break
@@ -297,17 +314,25 @@ class ZygotePool:
                         except Exception as exc:  # noqa: BLE001 - turned into a sandbox error for that job
                             answer = on_error(item, exc)
                             break
+                        finally:
+                            running.pop(sent_to, None)
                     answers.put((item, answer))
             finally:
                 todo.leave(mine)
                 if zygote is not None:
                     self._free.put(zygote)
 
-        with ThreadPoolExecutor(self.workers) as ex:
+        ex = ThreadPoolExecutor(self.workers)
+        try:
             for _ in range(min(self.workers, total)):
                 ex.submit(worker)
             for _ in range(total):
                 yield answers.get()
+        finally:
+            stopping.set()
+            for zygote, job in list(running.items()):
+                zygote.cancel(job)
+            ex.shutdown(wait=True)
 
     def close(self) -> None:
         if self._background is not None:  # a start under way finishes first: its zygotes are closed too

@@ -123,6 +123,7 @@ class RayExecutor(Executor):
                 f"{opts.startup_timeout:.0f} s (available now: {free}); lower actors/num_cpus or add nodes") from None
         self.worker_deaths = 0
         self.batches_retried = 0
+        self.abandoned_batches = 0
         self.peak_in_flight = 0
 
     def _new_actor(self):
@@ -138,11 +139,18 @@ class RayExecutor(Executor):
         return [d["pid"] for d in self.ray.get([a.describe.remote() for a in self.actors])]
 
     def run(self, jobs: Sequence[ExecJob], early_stop=None) -> Iterator[RawResult]:
-        ray = self.ray
         size = self.options.batch_size
         queue = deque((0, list(jobs[i:i + size])) for i in range(0, len(jobs), size))
         idle = deque(range(self.n_actors))
         in_flight: dict = {}  # object ref -> (actor slot, attempt, batch)
+        try:
+            yield from self._dispatch(queue, idle, in_flight)
+        finally:
+            if in_flight:  # stopped early (Ctrl-C, an error): close() kills the busy actors
+                self.abandoned_batches += len(in_flight)
+
+    def _dispatch(self, queue: deque, idle: deque, in_flight: dict) -> Iterator[RawResult]:
+        ray = self.ray
         while queue or in_flight:
             while queue and idle and len(in_flight) < self.max_in_flight:
                 attempt, batch = queue.popleft()
@@ -173,9 +181,10 @@ class RayExecutor(Executor):
             yield from results
 
     def close(self, graceful: bool = True) -> None:
-        # Close each inner executor (its zygotes) before the actor process goes.
+        # Close each inner executor (its zygotes) before the actor process goes; not when a
+        # batch was abandoned: its actor is busy until the batch ends, and is killed.
         try:
-            if graceful:
+            if graceful and not self.abandoned_batches:
                 self.ray.get([a.shutdown.remote() for a in self.actors], timeout=30)
         except Exception:  # noqa: BLE001 - a dead actor has nothing left to close
             pass

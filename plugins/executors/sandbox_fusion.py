@@ -159,14 +159,20 @@ class SandboxFusionExecutor(Executor):
             return False
 
     def run(self, jobs: Sequence[ExecJob], early_stop=None) -> Iterator[RawResult]:
-        with ThreadPoolExecutor(self.options.concurrency, thread_name_prefix="sandbox-fusion") as pool:
+        pool = ThreadPoolExecutor(self.options.concurrency, thread_name_prefix="sandbox-fusion")
+        left = len(jobs)
+        try:
             futures = {pool.submit(self._run_one, job): job for job in jobs}
             for future in as_completed(futures):
                 job = futures[future]
+                left -= 1
                 try:
                     yield future.result()
                 except Exception as exc:  # noqa: BLE001 - a bug here must not lose the job
                     yield sandbox_failure(job, f"sandbox-fusion: {type(exc).__name__}: {exc}")
+        finally:
+            # Stopped early (Ctrl-C, an error): queued jobs are dropped, running ones not waited for.
+            pool.shutdown(wait=not left, cancel_futures=True)
 
     def _run_one(self, job: ExecJob) -> RawResult:
         import tenacity

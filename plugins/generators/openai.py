@@ -155,6 +155,7 @@ class OpenAIGenerator(Generator):
 
     def generate(self, requests: list[GenerationRequest]) -> Iterator[tuple[GenerationRequest, list[Generation]]]:
         pool = ThreadPoolExecutor(max_workers=self.options.concurrency, thread_name_prefix="codea1-openai")
+        pending = {}
         try:
             pending = {pool.submit(self._request, r): r for r in requests}
             while pending:
@@ -163,7 +164,8 @@ class OpenAIGenerator(Generator):
                     req = pending.pop(fut)
                     yield req, fut.result()
         finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+            # Stopped early (Ctrl-C, an error): answers still on their way are not waited for.
+            pool.shutdown(wait=not pending, cancel_futures=True)
 
     def close(self) -> None:
         self.client.close()
