@@ -79,7 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"codea1: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        hint = (f"what it judged is kept; resume with: {shlex.join(['codea1', *command.resume_argv(args, argv)])}"
+        hint = (f"resume with: {shlex.join(['codea1', *command.resume_argv(args, argv)])}"
                 if command is not None else "nothing had started")
         print(f"codea1: interrupted; {hint}", file=sys.stderr)
         if as_program:

@@ -53,7 +53,7 @@ def interrupt(proc: subprocess.Popen) -> tuple[float, str]:
 def resume_line(stderr: str) -> list[str]:
     """The arguments of the command the interrupted run printed, without ``codea1``."""
     last = stderr.strip().splitlines()[-1]
-    assert last.startswith("codea1: interrupted; what it judged is kept; resume with: codea1 "), stderr[-2000:]
+    assert last.startswith("codea1: interrupted; resume with: codea1 "), stderr[-2000:]
     import shlex
 
     return shlex.split(last.split("resume with: ", 1)[1])[1:]
