@@ -24,7 +24,7 @@ import types
 from typing import Any
 
 from codea1.harness.benchmark import Benchmark, BenchmarkError
-from codea1.harness.jsonl import first_row
+from codea1.harness.jsonl import first_row, json_records
 from codea1.harness.judge import Checker, short_repr
 from codea1.harness.records import Problem, TestCase
 
@@ -50,6 +50,11 @@ def load_evalplus_problems(dataset: str, data: str | None) -> dict[str, dict]:
     try:
         return getattr(module, getter)()
     except Exception as exc:
+        if data:
+            json_records(data, BenchmarkError)  # a bad line: named in the file, not at evalplus' column
+            if "BOM" in str(exc):
+                raise BenchmarkError(f"{data}:1: starts with a UTF-8 byte order mark, which evalplus' loader "
+                                     f"cannot read: save the file without one") from None
         where = data or "evalplus' download"
         raise BenchmarkError(f"{where}: evalplus could not load {dataset}+: {type(exc).__name__}: {exc}") from exc
 

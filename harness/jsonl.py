@@ -22,18 +22,29 @@ def json_rows(path: str, error: type[Exception] = ValueError, label: str = "",
     cannot be opened (``label`` goes in front of its name: "--tests "), a line that is not
     JSON, or a value that is not an object (``what`` names it: "a sample")."""
     try:
-        fh = open(path, encoding="utf-8")
+        fh = open(path, "rb")
     except OSError as exc:
         raise error(f"{label}{path}: {exc.strerror}") from None
     with fh:
-        try:
-            for lineno, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                where = f"{path}:{lineno}"
+        if fh.read(2) == b"\x1f\x8b":
+            raise error(f"{label}{path}: not a UTF-8 text file (it is gzip-compressed)")
+        fh.seek(0)
+        for lineno, raw in enumerate(fh, 1):
+            where = f"{path}:{lineno}"
+            line = _decoded(raw, lineno, where, error)
+            if line.strip():
                 yield where, _object(line, where, error, what)
-        except UnicodeDecodeError:
-            raise error(f"{label}{path}: not a UTF-8 text file{_gzip_hint(path)}") from None
+
+
+def _decoded(raw: bytes, lineno: int, where: str, error: type[Exception]) -> str:
+    """One line as text; a UTF-8 byte order mark on the first is dropped (editors on Windows
+    write one); bytes that are not UTF-8 are an error naming the line and column."""
+    if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise error(f"{where}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})") from None
 
 
 def json_error(exc: json.JSONDecodeError) -> str:
@@ -93,10 +104,7 @@ def json_records(path: str, error: type[Exception] = ValueError) -> list[tuple[s
         raise error(f"{path}: {exc.strerror}") from None
     if data[:2] == b"\x1f\x8b":
         data = gzip.decompress(data)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise error(f"{path}: not a UTF-8 text file") from None
+    text = "".join(_decoded(raw, n, f"{path}:{n}", error) for n, raw in enumerate(data.splitlines(True), 1))
     if text.lstrip().startswith("["):
         try:
             array = json.loads(text)
@@ -117,7 +125,7 @@ def first_row(path: str, error: type[Exception] = ValueError) -> dict:
         with open(path, "rb") as fh:
             head = fh.read(2)
         opener = gzip.open if head == b"\x1f\x8b" else open
-        with opener(path, "rt", encoding="utf-8") as fh:
+        with opener(path, "rt", encoding="utf-8-sig") as fh:
             for lineno, line in enumerate(fh, 1):
                 if line.strip():
                     return _object(line, f"{path}:{lineno}", error, "a record")
@@ -125,10 +133,3 @@ def first_row(path: str, error: type[Exception] = ValueError) -> dict:
         raise error(f"{path}: cannot be read as JSON Lines ({exc})") from None
     raise error(f"{path}: no records")
 
-
-def _gzip_hint(path: str) -> str:
-    try:
-        with open(path, "rb") as fh:
-            return " (it is gzip-compressed)" if fh.read(2) == b"\x1f\x8b" else ""
-    except OSError:
-        return ""

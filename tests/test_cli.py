@@ -1,5 +1,6 @@
 """The `codea1` command as a user runs it: a real subprocess."""
 
+import gzip
 import json
 import os
 import subprocess
@@ -293,3 +294,31 @@ def test_a_rerun_that_would_describe_fewer_tasks_is_refused_and_a_wider_one_resu
     wider = codea1(*base, "--limit", "4")
     assert wider.returncode == 0, wider.stderr
     assert list(json.loads((out / "results.json").read_text())["tasks"]) == ["demo/0", "demo/1", "demo/2", "demo/3"]
+
+
+@pytest.mark.data
+def test_bad_bytes_in_data_and_samples_files_name_their_line(tmp_path):
+    """A malformed line of an evalplus data file is named by its line in the file (evalplus
+    says line 1, its column inside the record); a samples line that is not UTF-8 is named;
+    a UTF-8 byte order mark is read past in samples, and named in a data file evalplus
+    cannot read with one."""
+    real = shared_file("mbppplus", "MbppPlus-v0.2.0.jsonl.gz")
+    records = gzip.open(real, "rt").read().splitlines()
+    data = tmp_path / "mbpp.jsonl"
+    data.write_text("\n".join(records[:5] + ['{"task_id": "Mbpp/x", broken'] + records[5:7]) + "\n")
+    solution = json.loads(records[0])["canonical_solution"]
+    good = json.dumps({"task_id": "Mbpp/2", "solution": solution}) + "\n"
+    samples = tmp_path / "s.jsonl"
+    samples.write_bytes(good.encode() * 3 + b'{"task_id": "Mbpp/2", "solution": "x = \xff"}\n')
+    base = ["evaluate", "--benchmark", "mbpp+", "--no-progress", "--tasks", "Mbpp/2"]
+    one_line_error(codea1(*base, "--data", str(data), "--samples", str(samples), "--out", str(tmp_path / "a")),
+                   f"{data}:6: invalid JSON (Expecting property name enclosed in double quotes at column 23)")
+    one_line_error(codea1(*base, "--data", str(real), "--samples", str(samples), "--out", str(tmp_path / "b")),
+                   f"{samples}:4: not UTF-8 text (byte 0xff at column 40)")
+    samples.write_bytes(b"\xef\xbb\xbf" + good.encode())
+    ok = codea1(*base, "--data", str(real), "--samples", str(samples), "--out", str(tmp_path / "c"))
+    assert ok.returncode == 0, ok.stderr[-2000:]
+    assert json.loads((tmp_path / "c" / "results.json").read_text())["counts"]["samples"] == 1
+    data.write_bytes(b"\xef\xbb\xbf" + "\n".join(records[:5]).encode() + b"\n")
+    one_line_error(codea1(*base, "--data", str(data), "--samples", str(samples), "--out", str(tmp_path / "d")),
+                   f"{data}:1: starts with a UTF-8 byte order mark, which evalplus' loader cannot read")
