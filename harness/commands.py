@@ -346,6 +346,9 @@ class TrainCommand(Command):
         again.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
         again.add_argument("--overwrite", action="store_true", help="discard the run in --out and start over")
         p.add_argument("--no-progress", action="store_true", help="no progress bar")
+        p.add_argument("--dry-run", action="store_true",
+                       help="check the config and --out, print the resolved config and what would start; load no "
+                            "model, write nothing")
 
     def resume_argv(self, args, argv):
         # Once --out holds a run, the same command without --resume is refused.
@@ -354,19 +357,53 @@ class TrainCommand(Command):
         return [*again, "--resume"] if started and "--resume" not in again else again
 
     def run(self, plugins, args):
-        from codea1.harness.flows.train import load_config, train
+        from codea1.harness.flows.show import main_scalars
+        from codea1.harness.flows.train import dry_run, load_config, train
 
         cfg = load_config(plugins, args.config, args.set, args.out, overwrite=args.overwrite, resume=args.resume,
                           progress=not args.no_progress)
+        if args.dry_run:  # all of it TOML: the output saved is a config file
+            r = dry_run(plugins, cfg)
+            print("# codea1 train --dry-run: nothing loaded, nothing written. It would start:")
+            print("\n".join(f"#   {line}" for line in r["plan"]))
+            print(f"# The resolved config ({args.config}" + "".join(f" --set {s}" for s in args.set) + "):\n")
+            print(r["config"], end="")
+            return 0
         r = train(plugins, cfg)
-        last = r["last"]
-        shown = {k: v for k, v in last.items()
-                 if (k.startswith(("reward_", "pass_rate_")) or k.endswith("_loss")) and isinstance(v, (int, float))}
+        shown = main_scalars(r["last"])
         print(f"{r['trainer']}: {r['steps']} steps; last step: " +
               ", ".join(f"{k} {v:.3f}" for k, v in shown.items()))
         for role, path in r["exported"].items():
             print(f"  {role} policy exported to {path}")
         print(f"\nwrote {args.out}/steps.jsonl, checkpoints/, export/, results.json, config.json")
+        return 0
+
+
+class ShowCommand(Command):
+    name = "show"
+    description = "one run directory at a glance: kind, status, key config, headline figures"
+
+    def add_arguments(self, p):
+        p.add_argument("run", metavar="RUN", help="a run directory (evaluate, evaluate-tests, generate, tts, train) "
+                                                  "or a report directory")
+        p.add_argument("--json", action="store_true", help="print JSON instead of text")
+
+    def run(self, plugins, args):
+        from codea1.harness.flows.show import show
+
+        r = show(args.run)
+        if args.json:
+            print(json.dumps(r, indent=1))
+            return 0
+        print(f"{r['path']}: {r['kind']}, {r['status']}" + (f" ({r['state']})" if r["state"] else ""))
+        for label, value in r["config"].items():
+            print(f"  {label:<12} {value}")
+        if r["lines"] or r["metrics"] or r["metric_notes"]:
+            print()
+        for line in r["lines"]:
+            print(line)
+        if r["metrics"] or r["metric_notes"]:
+            print_metrics(r["metrics"], r["metric_notes"], width=max(map(len, r["metrics"] or [""]), default=0) + 2)
         return 0
 
 
@@ -457,7 +494,7 @@ class DevCommand(Command):
 
 
 BUILTIN_COMMANDS = (PluginsCommand, TasksCommand, EvaluateCommand, EvaluateTestsCommand, GenerateCommand, TTSCommand,
-                    TrainCommand, MistakeBookCommand, ReportCommand, DevCommand)
+                    TrainCommand, ShowCommand, MistakeBookCommand, ReportCommand, DevCommand)
 
 
 @hookimpl

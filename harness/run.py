@@ -137,6 +137,24 @@ def select_tasks(problems: Sequence[Problem], tasks: Sequence[str] | None, limit
     return chosen[:limit] if limit else chosen
 
 
+def check_workers(cfg: RunConfig) -> None:
+    if isinstance(cfg, ExecutingRunConfig) and cfg.workers is not None and cfg.workers < 1:
+        raise ConfigError(f"--workers {cfg.workers}: expected at least 1 (leave it out for one per core)")
+
+
+def load_selection(bench, cfg: RunConfig) -> tuple[list[Problem], list[Problem]]:
+    """The benchmark's problems (kept to the run's end) and the ones ``cfg`` selects."""
+    try:
+        with long_lived():
+            loaded = bench.load()
+    except BenchmarkError as exc:
+        # Loaders name the command line's flag; a config file names the data otherwise.
+        if cfg.DATA_FLAG != "--data" and str(exc).startswith("--data "):
+            raise BenchmarkError(cfg.DATA_FLAG + str(exc)[len("--data"):]) from None
+        raise
+    return loaded, select_tasks(loaded, cfg.tasks, cfg.limit, cfg.benchmark)
+
+
 class Run:
     """An open run: ``bench``, ``all_problems`` (by id), ``problems`` (the selected ones, by
     id), ``executor`` (None for flows that run no program) and, once started, ``store``."""
@@ -146,8 +164,7 @@ class Run:
         self.cfg = cfg
         self.bench = create_benchmark(plugins, cfg.benchmark, cfg.data, cfg.benchmark_options)
         self.limits = cfg.apply_limits(self.bench) if isinstance(cfg, LimitedRunConfig) else {}
-        if isinstance(cfg, ExecutingRunConfig) and cfg.workers is not None and cfg.workers < 1:
-            raise ConfigError(f"--workers {cfg.workers}: expected at least 1 (leave it out for one per core)")
+        check_workers(cfg)
         self._owns_executor = executor is None and isinstance(cfg, ExecutingRunConfig)
         if self._owns_executor:
             executor = plugins.executors.create(cfg.executor, cfg.executor_options, workers=cfg.workers)
@@ -155,20 +172,12 @@ class Run:
         self.executor = executor
         self.store: RunStore | None = None
         try:
-            with long_lived():
-                loaded = self.bench.load()
-            self.all_problems: dict[str, Problem] = {p.task_id: p for p in loaded}
-            self.problems: dict[str, Problem] = {p.task_id: p for p in select_tasks(loaded, cfg.tasks, cfg.limit,
-                                                                                     cfg.benchmark)}
-        except BenchmarkError as exc:
-            self.close()
-            # Loaders name the command line's flag; a config file names the data otherwise.
-            if cfg.DATA_FLAG != "--data" and str(exc).startswith("--data "):
-                raise BenchmarkError(cfg.DATA_FLAG + str(exc)[len("--data"):]) from None
-            raise
+            loaded, selected = load_selection(self.bench, cfg)
         except BaseException:
             self.close()
             raise
+        self.all_problems: dict[str, Problem] = {p.task_id: p for p in loaded}
+        self.problems: dict[str, Problem] = {p.task_id: p for p in selected}
 
     def start(self, environment: dict[str, Any] | None = None, **config: Any) -> RunStore:
         """Write config.json (the config record, updated with ``config``: resolved paths,

@@ -79,6 +79,21 @@ def make_directory(path: Path, flag: str, what: str) -> None:
         raise RunStoreError(f"{flag} {path}: cannot create {what}: {why}") from None
 
 
+def check_same_run(config_path: Path, config: dict[str, Any], identity: tuple[str, ...]) -> None:
+    """A rerun into a directory whose config.json records another run is refused."""
+    if not config_path.exists():
+        return
+    try:
+        old = json.loads(config_path.read_text())
+    except json.JSONDecodeError as exc:
+        raise RunStoreError(f"{config_path}:{exc.lineno}: unreadable ({exc.msg}); pass --overwrite to start "
+                            f"over") from None
+    for key in ("command", *identity):
+        if old.get(key) != config.get(key):
+            raise RunStoreError(f"{config_path}: field {key!r} was {old.get(key)!r}, now {config.get(key)!r}; this "
+                                f"directory holds another run: pass --overwrite to replace it, or use another --out")
+
+
 class RunStore:
     """``identity`` are the config fields that must match for a resume (benchmark, samples,
     ...; the command always); other config fields (workers, progress) may change between
@@ -97,15 +112,8 @@ class RunStore:
         if overwrite:
             for name in (rows_name, "results.json", "config.json", "environment.json", RUNNING):
                 (self.dir / name).unlink(missing_ok=True)
-        elif self.config_path.exists():
-            try:
-                old = json.loads(self.config_path.read_text())
-            except json.JSONDecodeError as exc:
-                raise RunStoreError(f"{self.config_path}:{exc.lineno}: unreadable ({exc.msg}); pass --overwrite to start over") from None
-            for key in ("command", *identity):
-                if old.get(key) != config.get(key):
-                    raise RunStoreError(f"{self.config_path}: field {key!r} was {old.get(key)!r}, now {config.get(key)!r}; "
-                                        f"this directory holds another run: pass --overwrite to replace it, or use another --out")
+        else:
+            check_same_run(self.config_path, config, identity)
         self.config = {**config, "record_version": RECORD_VERSION}
         self._write_json(self.config_path, self.config)
 

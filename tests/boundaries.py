@@ -21,7 +21,8 @@ from pathlib import Path
 import tomllib
 
 HEAVY = ("torch", "transformers", "tokenizers", "vllm", "ray", "openrlhf", "deepspeed", "cosmic_ray", "coverage",
-         "evalplus", "bigcodebench", "matplotlib", "pandas", "numpy", "openai", "sandbox_fusion")
+         "evalplus", "bigcodebench", "matplotlib", "pandas", "numpy", "openai", "sandbox_fusion",
+         "tensorboard", "wandb")
 CORE = "codea1.harness"
 OUTSIDE_CORE = ("codea1.plugins", "codea1.benchmarks", "codea1.trainers", "codea1.reports")
 SANDBOX_SIDE = ("codea1.harness.plaindata", "codea1.harness.sandbox.child", "codea1.harness.sandbox.confine",

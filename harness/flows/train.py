@@ -4,7 +4,8 @@ The config is a TOML file (examples in trainers/configs/), overridable with
 ``--set section.key=value``:
 
     [train]       trainer, steps, batch_size (questions per step), seed, checkpoint_every,
-                  eval_every (0: never)
+                  eval_every (0: never), log_to (tensorboard, wandb: where the step log is
+                  mirrored; harness/mirror.py)
     [benchmark]   name, data, options, tasks, limit: where the questions come from
     [executor]    name, workers, options: what runs the programs
     [trainer]     the trainer plugin's own options (its Options dataclass)
@@ -24,7 +25,8 @@ it), then per step: the questions (a seeded permutation of the tasks per epoch, 
 questions depend on the step number alone), the trainer's step, a row appended to
 DIR/steps.jsonl, a checkpoint every ``checkpoint_every`` steps, evaluation every
 ``eval_every`` steps; finally the policies exported as Hugging Face directories under
-DIR/export/ROLE. One progress bar for the steps, showing the phase.
+DIR/export/ROLE. One progress bar for the steps, showing the phase. ``dry_run``: the checks
+made before a model loads, then the plan and the resolved config, nothing loaded or written.
 """
 
 from __future__ import annotations
@@ -45,8 +47,10 @@ import tomllib
 
 from codea1.harness.errors import ConfigError
 from codea1.harness.generation import SamplingParams
+from codea1.harness.mirror import SINKS, StepMirror, check_installed
 from codea1.harness.registry import OptionError, did_you_mean, parse_options, typed_mismatch
-from codea1.harness.run import ExecutingRunConfig, Run, open_run
+from codea1.harness.run import ExecutingRunConfig, Run, check_workers, create_benchmark, load_selection, open_run
+from codea1.harness.runstore import check_same_run
 from codea1.harness.training import TrainContext
 
 SECTIONS = ("train", "benchmark", "executor", "trainer", "policies", "evaluation")
@@ -63,12 +67,16 @@ class TrainSettings:
     seed: int = 0
     checkpoint_every: int = 1
     eval_every: int = 0
+    log_to: list = field(default_factory=list)  # the step log mirrored to: tensorboard, wandb
 
     def __post_init__(self):
         if not self.trainer:
             raise ValueError("key 'trainer' is required (see `codea1 plugins`)")
         if self.steps < 1 or self.batch_size < 1 or self.checkpoint_every < 1 or self.eval_every < 0:
             raise ValueError("steps, batch_size and checkpoint_every must be at least 1, eval_every at least 0")
+        for sink in self.log_to:
+            if sink not in SINKS:
+                raise ValueError(f"key 'log_to': unknown sink {sink!r}{did_you_mean(str(sink), SINKS)}")
 
 
 @dataclass
@@ -130,11 +138,11 @@ class TrainConfig(ExecutingRunConfig):
 
 
 def identity(settings: dict) -> str:
-    """What a resumed run must share with the first: everything but how long it runs and
-    how often it checkpoints or evaluates."""
+    """What a resumed run must share with the first: everything but how long it runs, how
+    often it checkpoints or evaluates, and where its step log is mirrored."""
     kept = {k: v for k, v in settings.items() if k != "evaluation"}
     kept["train"] = {k: v for k, v in settings.get("train", {}).items()
-                     if k not in ("steps", "checkpoint_every", "eval_every")}
+                     if k not in ("steps", "checkpoint_every", "eval_every", "log_to")}
     return hashlib.sha256(json.dumps(kept, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -173,6 +181,7 @@ def load_config(plugins, path: str, sets: list[str], out: str, overwrite: bool =
             raise ConfigError(f"{path}: [{name}] {exc}") from None
 
     train = section("train", TrainSettings, raw.get("train", {}))
+    check_installed(train.log_to, f"{path}: [train] log_to")
     bench = section("benchmark", BenchmarkSection, raw.get("benchmark", {}))
     executor = section("executor", ExecutorSection, raw.get("executor", {}))
     trainer_entry = plugins.trainers.get(train.trainer)
@@ -193,12 +202,12 @@ def load_config(plugins, path: str, sets: list[str], out: str, overwrite: bool =
         resolved = plugin_options(backend, table, path, f"policies.{role}")
         policies[role] = {**own, **(dataclasses.asdict(resolved) if resolved is not None else {})}
     evaluation = raw.get("evaluation", {})
-    for kind, cls in (("code", CodeEvaluation), ("tests", TestsEvaluation)):
-        for i, entry in enumerate(evaluation.get(kind, [])):
-            section(f"evaluation.{kind}][{i}", cls, entry)
     for kind in evaluation:
         if kind not in ("code", "tests"):
             raise ConfigError(f"{path}: unknown table [evaluation.{kind}]{did_you_mean(kind, ('code', 'tests'))}")
+    evaluation = {kind: [dataclasses.asdict(section(f"evaluation.{kind}][{i}", cls, entry))
+                         for i, entry in enumerate(evaluation.get(kind, []))]
+                  for kind, cls in (("code", CodeEvaluation), ("tests", TestsEvaluation)) if kind in evaluation}
     settings = {"train": dataclasses.asdict(train), "benchmark": dataclasses.asdict(bench),
                 "executor": dataclasses.asdict(executor), "trainer": dataclasses.asdict(trainer_options)
                 if trainer_options is not None else {}, "policies": policies, "evaluation": evaluation}
@@ -238,6 +247,94 @@ def apply_set(raw: dict, item: str, path: str) -> None:
     node[key] = value
 
 
+# -- --dry-run -------------------------------------------------------------------------------
+
+def dry_run(plugins, cfg: TrainConfig) -> dict[str, Any]:
+    """What ``train`` would start, after the checks a run makes before it loads a model
+    (the run directory, the executor, the benchmark and its tasks), with nothing loaded or
+    written: the plan, line by line, and the resolved config as TOML."""
+    out = Path(cfg.out)
+    action = out_action(cfg, out)
+    if action == "resume":
+        check_same_run(out / "config.json", cfg.record(), cfg.IDENTITY)
+    check_workers(cfg)
+    parse_options(plugins.executors.get(cfg.executor), cfg.executor_options)
+    loaded, selected = load_selection(create_benchmark(plugins, cfg.benchmark, cfg.data, cfg.benchmark_options), cfg)
+    for entries in cfg.settings["evaluation"].values():
+        for entry in entries:
+            plugins.benchmarks.get(entry["benchmark"])  # a run would find out at its first evaluation
+    return {"plan": plan_lines(cfg, action, len(loaded), len(selected)), "config": toml_text(cfg.settings)}
+
+
+def plan_lines(cfg: TrainConfig, action: str, loaded: int, selected: int) -> list[str]:
+    t, out = cfg.settings["train"], Path(cfg.out)
+    lines = [f"trainer {t['trainer']}: {t['steps']} steps of {t['batch_size']} questions, seed {t['seed']}, "
+             f"a checkpoint every {steps(t['checkpoint_every'])}, "
+             + (f"evaluation every {steps(t['eval_every'])}" if t["eval_every"] else "no evaluation"),
+             f"benchmark {cfg.benchmark}: {selected} of {loaded} tasks" + (f" ({cfg.data})" if cfg.data else ""),
+             f"executor {cfg.executor}: {cfg.workers or 'one per core'} workers"]
+    for role, p in cfg.settings["policies"].items():
+        shown = ", ".join(f"{k} {p[k]}" for k in ("model", "device", "dtype") if k in p)
+        lines.append(f"policy {role}: backend {p['backend']}" + (f", {shown}" if shown else ""))
+    for kind, entries in cfg.settings["evaluation"].items():
+        lines += [f"evaluation {kind}: {e['benchmark']}" + (f", first {e['limit']} tasks" if e["limit"] else "")
+                  for e in entries]
+    if t["log_to"]:
+        lines.append("step log mirrored to " + ", ".join(f"{sink} ({out / sink})" for sink in t["log_to"]))
+    if action == "resume":
+        last, done = last_checkpoint(out)
+        where = f"from {last.relative_to(out)}" if last is not None else "no checkpoint: from the start"
+        lines.append(f"out {out}: resumes after {done} of {t['steps']} steps ({where})")
+    else:
+        lines.append(f"out {out}: " + ("replaces the training run there" if action == "overwrite" else "a new run"))
+    return lines
+
+
+def steps(n: int) -> str:
+    return "step" if n == 1 else f"{n} steps"
+
+
+def toml_text(settings: dict) -> str:
+    """The resolved config as a TOML file; a None (TOML has none) is left out, a default
+    of None being what it stands for."""
+    lines: list[str] = []
+
+    def table(header: str, values: dict) -> None:
+        lines.append(header)
+        lines.extend(f"{toml_key(k)} = {toml_value(v)}" for k, v in values.items() if v is not None)
+        lines.append("")
+
+    for name, values in settings.items():
+        if name == "policies":
+            for role, policy in values.items():
+                table(f"[policies.{toml_key(role)}]", policy)
+        elif name == "evaluation":
+            for kind, entries in values.items():
+                for entry in entries:
+                    table(f"[[evaluation.{kind}]]", entry)
+        else:
+            table(f"[{name}]", values)
+    return "\n".join(lines)
+
+
+def toml_key(key: str) -> str:
+    return key if key and all(c.isalnum() or c in "_-" for c in key) else json.dumps(key)
+
+
+def toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)  # inf and nan are TOML too
+    if isinstance(value, str):
+        return json.dumps(value)  # JSON's escapes are TOML's
+    if isinstance(value, list):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{toml_key(k)} = {toml_value(v)}" for k, v in value.items() if v is not None) + "}"
+    raise TypeError(f"no TOML for {value!r}")
+
+
 # -- the flow --------------------------------------------------------------------------------
 
 def train(plugins, cfg: TrainConfig) -> dict[str, Any]:
@@ -251,7 +348,8 @@ def train(plugins, cfg: TrainConfig) -> dict[str, Any]:
         train_settings = settings["train"]
         rows = run.store.load_rows()
         t0 = time.perf_counter()
-        with step_bar(train_settings["steps"], first, cfg.progress) as bar:
+        with step_bar(train_settings["steps"], first, cfg.progress) as bar, \
+                StepMirror(train_settings["log_to"], out, settings) as mirror:
             context.phase = lambda name: bar.set_postfix_str(name, refresh=True)
             for step in range(first, train_settings["steps"]):
                 row = {"step": step, **trainer.step(step, questions_for(run, train_settings, step))}
@@ -259,6 +357,7 @@ def train(plugins, cfg: TrainConfig) -> dict[str, Any]:
                     context.phase("evaluate")
                     row["evaluation"] = evaluate_policies(plugins, run, context, settings["evaluation"], out, step)
                 run.store.append_row(row)
+                mirror.log(row)
                 rows.append(row)
                 if (step + 1) % train_settings["checkpoint_every"] == 0 or step + 1 == train_settings["steps"]:
                     context.phase("checkpoint")
@@ -276,17 +375,25 @@ def train(plugins, cfg: TrainConfig) -> dict[str, Any]:
 def refuse_or_clear(cfg: TrainConfig, out: Path) -> None:
     """A directory holding a run is resumed (--resume) or replaced (--overwrite), never
     mixed with a new one."""
+    if out_action(cfg, out) == "overwrite":
+        for name in ("checkpoints", "mistake_book", "export", "evaluation", "tensorboard", "wandb"):
+            shutil.rmtree(out / name, ignore_errors=True)
+
+
+def out_action(cfg: TrainConfig, out: Path) -> str:
+    """What a run does with --out: "start", "resume" or "overwrite"; a refusal is an error."""
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out}: a file is there; the run directory must be a directory (or not exist yet)")
     holds_run = (out / "config.json").exists()
     if holds_run and cfg.overwrite:
-        for name in ("checkpoints", "mistake_book", "export", "evaluation"):
-            shutil.rmtree(out / name, ignore_errors=True)
-    elif holds_run and not cfg.resume:
-        raise ConfigError(f"--out {out} holds a training run: pass --resume to continue it or --overwrite to start over")
-    elif cfg.resume and not holds_run:
+        return "overwrite"
+    if holds_run and not cfg.resume:
+        raise ConfigError(f"--out {out} holds a training run: pass --resume to continue it or --overwrite to start "
+                          f"over")
+    if cfg.resume and not holds_run:
         raise ConfigError(f"--resume: --out {out} holds no training run (no config.json there); "
                           f"leave out --resume to start one")
+    return "resume" if holds_run else "start"
 
 
 def open_trainer(plugins, run: Run, cfg: TrainConfig):
@@ -336,14 +443,19 @@ def checkpoint(context: TrainContext, trainer, out: Path, steps_done: int) -> No
         shutil.rmtree(older, ignore_errors=True)
 
 
+def last_checkpoint(out: Path) -> tuple[Path | None, int]:
+    """The last complete checkpoint under DIR/checkpoints and the steps done at it."""
+    done = sorted(p for p in (out / "checkpoints").glob("step-*") if (p / "state.json").exists())
+    if not done:
+        return None, 0
+    return done[-1], json.loads((done[-1] / "state.json").read_text())["steps_done"]
+
+
 def resume(run: Run, trainer, context: TrainContext, out: Path) -> int:
     """Load the last complete checkpoint and cut the step log and the per-step files back to
     it; the steps after it are run again, as they ran the first time."""
-    done = sorted(p for p in (out / "checkpoints").glob("step-*") if (p / "state.json").exists())
-    steps_done = 0
-    if done:
-        last = done[-1]
-        steps_done = json.loads((last / "state.json").read_text())["steps_done"]
+    last, steps_done = last_checkpoint(out)
+    if last is not None:
         for role, policy in context.policies.items():
             policy.load(str(last / "policies" / role))
         trainer.load(last / "trainer")
@@ -394,7 +506,7 @@ def evaluate_policies(plugins, run: Run, context: TrainContext, evaluation: dict
     from codea1.harness.flows.evaluate_tests import EvaluateTestsConfig, evaluate_tests
     from codea1.harness.parsing import extract_tests, program_from_response
     from codea1.harness.prompts import DEFAULT_PROMPT, get_prompt, question_text
-    from codea1.harness.run import create_benchmark, select_tasks
+    from codea1.harness.run import select_tasks
 
     results: dict[str, Any] = {}
     root = out / "evaluation" / f"step-{step + 1:06d}"

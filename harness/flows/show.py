@@ -1,0 +1,183 @@
+"""``codea1 show RUN``: one run directory at a glance, read and never written.
+
+* kind: the command that made it (config.json's ``command``), or a ``codea1 report`` directory;
+* status: complete, in progress (its process still runs) or interrupted (from the run
+  store), and for a run that is not complete what is missing and how to go on;
+* key config: benchmark and tasks, model(s), executor, limits, k;
+* headline figures: the metrics of results.json (evaluate, evaluate-tests, tts), the rows
+  and parsing of a generate run, the steps done and the last step's main figures and last
+  evaluation of a train run (read from steps.jsonl, so a run still going shows them too).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from codea1.harness.errors import Codea1Error
+from codea1.harness.flows.report import read_json
+from codea1.harness.mirror import scalars
+from codea1.harness.registry import did_you_mean
+from codea1.harness.runstore import run_status
+
+ROWS = {"evaluate": "verdicts.jsonl", "evaluate-tests": "tasks.jsonl", "tts": "matrix.jsonl", "train": "steps.jsonl"}
+REPORT_FILES = ("report.md", "report.html", "report.tex", "runs.csv")
+
+
+class ShowError(Codea1Error):
+    pass
+
+
+def main_scalars(row: dict) -> dict[str, float]:
+    """A step's main figures: rewards, pass rates and losses."""
+    return {k: v for k, v in scalars(row).items()
+            if "/" not in k and (k.startswith(("reward_", "pass_rate_")) or k.endswith("_loss"))}
+
+
+def show(run_dir: str) -> dict[str, Any]:
+    """kind, status, state (what is missing), config (label -> text), metrics and
+    metric_notes (fractions), lines (other figures)."""
+    path = Path(run_dir)
+    if not path.is_dir():
+        raise ShowError(f"{run_dir}: no such directory")
+    if not (path / "config.json").exists():
+        if any((path / name).exists() for name in REPORT_FILES):
+            return show_report(path)
+        raise ShowError(f"{run_dir}: not a run directory (no config.json) nor a report (no {', '.join(REPORT_FILES)})")
+    config = read_json(path / "config.json")
+    kind = config.get("command")
+    if kind not in KINDS:
+        raise ShowError(f"{path / 'config.json'}: field 'command': unknown kind of run {kind!r}"
+                        f"{did_you_mean(str(kind), KINDS)}")
+    status = run_status(path)
+    results = read_json(path / "results.json") if status == "complete" else {}
+    shown = {"path": str(path), "kind": kind, "status": status, "state": "", "config": {}, "metrics": {},
+             "metric_notes": {}, "lines": []}
+    KINDS[kind](path, config, results, shown)
+    if status != "complete" and not shown["state"]:
+        rows = ROWS.get(kind) or ("samples.jsonl" if config.get("role") == "code" else "tests.jsonl")
+        shown["state"] = f"no results.json yet, {count_rows(path / rows)} rows in {rows}" + (
+            "; rerun the same command to resume" if status == "interrupted" else "")
+    return shown
+
+
+def count_rows(path: Path) -> int:
+    try:
+        with open(path, "rb") as fh:
+            return sum(1 for line in fh if line.endswith(b"\n"))  # a torn last line is not a row
+    except OSError:
+        return 0
+
+
+def selection(config: dict) -> str:
+    """The benchmark, its data and the tasks a run took."""
+    text = config.get("benchmark", "")
+    if config.get("data"):
+        text += f" ({config['data']})"
+    if config.get("tasks"):
+        text += f", {len(config['tasks'])} tasks"
+    if config.get("limit"):
+        text += f", the first {config['limit']}"
+    return text if config.get("tasks") or config.get("limit") else text + ", all tasks"
+
+
+def executor(config: dict) -> str:
+    workers = config.get("workers")
+    return f"{config.get('executor')}, " + (f"{workers} workers" if workers else "one worker per core")
+
+
+def limits(config: dict) -> str:
+    lim = config.get("limits") or {}
+    if not lim:
+        return "-"
+    return (f"a test's time max({lim['min_time_limit']} s, {lim['gt_time_limit_factor']} x the reference's), "
+            f"memory {lim['memory_mb']} MB")
+
+
+def with_metrics(results: dict, shown: dict) -> None:
+    shown["metrics"] = results.get("metrics", {})
+    shown["metric_notes"] = results.get("metric_notes", {})
+
+
+def show_evaluate(path: Path, config: dict, results: dict, shown: dict) -> None:
+    shown["config"] = {"benchmark": selection(config), "samples": config.get("samples") or "the benchmark's own",
+                       "executor": executor(config), "k": ", ".join(map(str, config.get("k", []))),
+                       "limits": limits(config)}
+    with_metrics(results, shown)
+    counts = results.get("counts", {})
+    if counts:
+        shown["lines"].append("verdicts: " + ", ".join(f"{k} {v}" for k, v in counts.items() if v))
+
+
+def show_evaluate_tests(path: Path, config: dict, results: dict, shown: dict) -> None:
+    shown["config"] = {"benchmark": selection(config), "tests": config.get("tests"), "executor": executor(config),
+                       "k": ", ".join(map(str, config.get("k", []))), "limits": limits(config),
+                       "coverage": "yes" if config.get("coverage") else "no"}
+    with_metrics(results, shown)
+    if results.get("counts"):
+        shown["lines"].append(f"tasks: {results['counts'].get('tasks')}")
+
+
+def show_generate(path: Path, config: dict, results: dict, shown: dict) -> None:
+    shown["config"] = {"benchmark": selection(config), "role": config.get("role"),
+                       "generator": config.get("generator"), "model": config.get("model") or "-",
+                       "prompt": config.get("prompt"),
+                       "sampling": ", ".join(f"{k} {config.get(k)}" for k in ("n", "temperature", "top_p", "max_tokens",
+                                                                              "seed"))}
+    if results:
+        shown["lines"].append(f"rows: {results.get('rows')} for {results.get('tasks')} tasks")
+        shown["lines"].append("parsing: " + ", ".join(f"{k} {v}" for k, v in results.get("parsing", {}).items()))
+
+
+def show_tts(path: Path, config: dict, results: dict, shown: dict) -> None:
+    shown["config"] = {"benchmark": selection(config), "codes": config.get("codes"), "tests": config.get("tests"),
+                       "executor": executor(config), "test timeout": f"{config.get('test_timeout')} s"}
+    with_metrics(results, shown)
+    if results.get("counts"):
+        c = results["counts"]
+        shown["lines"].append(f"tasks {c['tasks']}, codes/task {c['max_codes']}, suites/task {c['max_suites']}, "
+                              f"unique tests {c['unique_tests']}")
+
+
+def show_train(path: Path, config: dict, results: dict, shown: dict) -> None:
+    from codea1.harness.flows.train import last_checkpoint
+    from codea1.harness.jsonl import appended_rows
+
+    t, bench, ex = config.get("train", {}), config.get("benchmark", {}), config.get("executor", {})
+    shown["config"] = {"trainer": f"{t.get('trainer')}, batch {t.get('batch_size')}, seed {t.get('seed')}",
+                       "benchmark": selection({**bench, "benchmark": bench.get("name", "")}),
+                       "executor": executor({"executor": ex.get("name"), "workers": ex.get("workers")})}
+    for role, policy in config.get("policies", {}).items():
+        shown["config"][f"policy {role}"] = f"{policy.get('backend')}, model {policy.get('model', '-')}"
+    if t.get("log_to"):
+        shown["config"]["mirrored to"] = ", ".join(t["log_to"])
+    rows = appended_rows(path / "steps.jsonl", error=None, repair=False) if (path / "steps.jsonl").exists() else []
+    shown["lines"].append(f"steps: {len(rows)} of {t.get('steps')}")
+    if rows:
+        last = rows[-1]
+        shown["lines"].append(f"last step ({last.get('step')}): " + (", ".join(
+            f"{k} {v:.4g}" for k, v in main_scalars(last).items()) or "no reward, pass rate or loss"))
+    evaluated = [r for r in rows if r.get("evaluation")]
+    if evaluated:
+        shown["lines"].append(f"last evaluation at step {evaluated[-1].get('step')}:")
+        shown["metrics"] = {f"{where} {metric}": value for where, metrics in evaluated[-1]["evaluation"].items()
+                            for metric, value in metrics.items()}
+    if shown["status"] != "complete":
+        _, done = last_checkpoint(path)
+        shown["state"] = f"{len(rows)} of {t.get('steps')} steps logged, the last checkpoint after {done}" + (
+            "; rerun the same command with --resume to go on" if shown["status"] == "interrupted" else "")
+
+
+def show_report(path: Path) -> dict[str, Any]:
+    files = [name for name in REPORT_FILES if (path / name).exists()]
+    title = ""
+    if (path / "report.md").exists():
+        title = (path / "report.md").read_text(encoding="utf-8", errors="replace").split("\n", 1)[0].lstrip("# ")
+    figures = sorted(p.name for p in (path / "figures").glob("*.png")) if (path / "figures").is_dir() else []
+    return {"path": str(path), "kind": "report", "status": "complete", "state": "",
+            "config": {"title": title or "-", "files": ", ".join(files)}, "metrics": {}, "metric_notes": {},
+            "lines": [f"figures: {len(figures)}"] if figures else []}
+
+
+KINDS = {"evaluate": show_evaluate, "evaluate-tests": show_evaluate_tests, "generate": show_generate,
+         "tts": show_tts, "train": show_train}
