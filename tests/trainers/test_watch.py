@@ -223,3 +223,20 @@ def test_dry_run_refuses_what_a_run_refuses(mirrored):
                      "--set", "train.steps=5")
     assert resumed.returncode == 0, resumed.stderr
     assert "#   out run: resumes after 3 of 5 steps (from checkpoints/step-000003)" in resumed.stdout
+
+
+@pytest.mark.parametrize("sink", ["tensorboard", "wandb"])
+def test_a_sink_whose_package_cannot_be_imported_is_a_one_line_error(tiny_model, tmp_path, sink):
+    """The real command in a process where the package cannot be imported (its entry in
+    sys.modules is None, which makes every import of it fail): one line naming what to
+    install, exit 2, before any model loads, nothing written."""
+    config = write_config(tmp_path, tiny_model)
+    argv = ["train", "--config", str(config), "--out", "run", "--set", f'train.log_to=["{sink}"]']
+    script = (f"import sys; sys.modules[{sink!r}] = None\n"
+              f"from codea1.harness.cli import main\nsys.exit(main({argv!r}))")
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert done.stderr.strip().splitlines() == [
+        f"codea1: error: {config}: [train] log_to: {sink!r} needs the {sink} package, which is not installed: "
+        f"pip install 'codea1[watch]' -c constraints.txt"]
+    assert not (tmp_path / "run").exists()
