@@ -119,6 +119,8 @@ def read_run(given: str, label: str) -> RunData:
 
         steps = appended_rows(path / "steps.jsonl", lambda row: row, ReportError, hint="", repair=False) \
             if (path / "steps.jsonl").exists() else []
+        if steps and steps[0].get("step") == 0:  # a log written when steps counted from 0
+            steps = [{**s, "step": s["step"] + 1} for s in steps]
         return RunData(path, label, kind, config.get("benchmark", {}).get("name", ""), status, digest,
                        steps=steps, config=config)
     run = RunData(path, label, kind, config.get("benchmark", ""), status, digest, config=config,
@@ -390,7 +392,7 @@ def figures(runs: list[RunData], code: Table | None) -> list[Figure]:
             steps = set()
             for run in train:
                 for legend, get in series:
-                    points = [(s["step"] + 1, get(s)) for s in run.steps if is_number(get(s))]
+                    points = [(s["step"], get(s)) for s in run.steps if is_number(get(s))]
                     steps |= {x for x, _ in points}
                     if points:
                         ax.plot(*zip(*points), marker="o", markersize=3,
