@@ -189,6 +189,24 @@ def test_golden_tests_and_self_play_run(warm, tmp_path):
     assert (play / "mistake_book" / "step-000002.json").exists()
 
 
+def test_self_play_from_a_warm_start_on_both_roles_has_signal(warm, tmp_path):
+    """sft role code with tests_prompt trains the one policy self-play uses on both: the
+    references and, from the black-box prompt, the golden asserts (a step's pairs: 4 codes and
+    the suites of the questions with a failing mutant). Self-play from it has valid tests and
+    programs that pass them: rewards that are not all zero."""
+    both = train(tmp_path, "sft-both", {**base("sft", 40, batch=4),
+                                         "trainer": {"role": "code", "tests_prompt": "test-black-box", "k": 4},
+                                         "policies.code": {"model": str(warm["code"] / "export" / "code"), "lr": 4e-3,
+                                                           "micro_batch_size": 8}})
+    assert all(r["pairs"] > 4 for r in rows(both)) and rows(both)[-1]["code_loss"] < 0.1
+    play = train(tmp_path, "self-play", {**base("self-play", 2), "trainer": {"m": 4, "n": 4, "k": 4},
+                                          "policies.code": {"model": str(both / "export" / "code"),
+                                                            "max_tokens": 128, "lr": 1e-4}})
+    log = rows(play)
+    assert all(r["tests"].get("valid", 0) > 0 and r["reward_valid"] > 0 for r in log), log
+    assert any(r["reward_code"] > 0 and r["pass_rate_new"] > 0 for r in log), log
+
+
 def test_consensus_validation_runs_without_the_reference(warm, tmp_path):
     out = train(tmp_path, "consensus", code_a1(warm, steps=1, validation="consensus"))
     log = rows(out)
