@@ -36,7 +36,9 @@ class Table:
     (best: bold) or 2 (second: underlined) among complete rows; ``deltas`` holds, for metric
     columns, the row minus the baseline row (fractions; None without a baseline);
     ``marks[(row, column)]`` a footnote mark (a dagger: data differs from the column's
-    first run); ``status[row]`` is "complete", "interrupted" or "in progress"."""
+    first run); ``status[row]`` is "complete", "interrupted" or "in progress";
+    ``headers[column]`` a short header for formats read on a page (a note gives the legend;
+    the CSV keeps the column's name)."""
 
     name: str
     title: str
@@ -47,6 +49,7 @@ class Table:
     marks: dict[tuple[str, str], str] = field(default_factory=dict)
     status: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    headers: dict[str, str] = field(default_factory=dict)
 
     def row_label(self, row: str) -> str:
         """The row's label, with its status when the run is not complete."""
@@ -71,8 +74,15 @@ class Table:
                 text += f" ({100 * float(delta):+.{digits}f})"
         return text + self.marks.get((row, column), "")
 
+    def numeric(self, column: str) -> bool:
+        """A metric column, or one holding only numbers (steps, a loss): aligned right."""
+        values = [v for v in self.frame[column] if v is not None and v == v]
+        return column in self.metric_columns or bool(values) and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+
     def header(self, column: str) -> str:
-        return f"{column} (%)" if column in self.metric_columns else column
+        name = self.headers.get(column, column)
+        return f"{name} (%)" if column in self.metric_columns else name
 
 
 @dataclass

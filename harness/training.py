@@ -128,7 +128,9 @@ class Trainer:
 
     def step(self, step: int, questions: list[Any]) -> dict[str, Any]:
         """Run training step ``step`` on ``questions`` (benchmark problems): rollouts,
-        judging, rewards, updates. Returns the step's log row."""
+        judging, rewards, updates. Returns the step's log row. ``step`` is the 0-based index
+        (seeds derive from it); the flow records it as step + 1, and a file the trainer
+        writes after it is named step-{step + 1} (N steps done), as every file counts."""
         raise NotImplementedError
 
     def save(self, directory: Path) -> None:

@@ -27,24 +27,30 @@ tr.incomplete td { color: #777; font-style: italic; }
 figure { margin: 1em 0; } figure img { max-width: 100%; border: 1px solid #eee; }
 figcaption { font-size: 0.9em; color: #444; }
 details { margin: 0.4em 0; } summary { cursor: pointer; }
-.scroll { overflow-x: auto; }
+.scroll { overflow-x: auto; }  /* a table wider than the page, its words wrapped, scrolls */
 """
+
+
+def wrappable(text: str) -> str:
+    """Escaped, with a line break allowed after "_" and "/" too (as after "-" and spaces):
+    a table's column is as narrow as the longest part of its words."""
+    return escape(text).replace("_", "_<wbr>").replace("/", "/<wbr>")
 
 
 def html_table(table: Table) -> str:
     columns = list(table.frame.columns)
-    head = "".join(f"<th>{escape(table.header(c))}</th>" for c in columns)
+    head = "".join(f"<th>{wrappable(table.header(c))}</th>" for c in columns)
     rows = []
     for row in table.frame.index:
         state = table.status.get(row, "complete")
         cells = []
         for column in columns:
-            classes = ["num"] if column in table.metric_columns else []
+            classes = ["num"] if table.numeric(column) else []
             rank = table.ranks.get((row, column))
             classes += ["best"] if rank == 1 else ["second"] if rank == 2 else []
-            cells.append(f'<td class="{" ".join(classes)}">{escape(table.cell(row, column))}</td>')
+            cells.append(f'<td class="{" ".join(classes)}">{wrappable(table.cell(row, column))}</td>')
         rows.append(f'<tr class="{"complete" if state == "complete" else "incomplete"}">'
-                    f"<th>{escape(table.row_label(row))}</th>{''.join(cells)}</tr>")
+                    f"<th>{wrappable(table.row_label(row))}</th>{''.join(cells)}</tr>")
     return (f'<div class="scroll"><table id="table-{escape(table.name)}"><thead><tr><th></th>{head}</tr></thead>'
             f"<tbody>{''.join(rows)}</tbody></table></div>")
 

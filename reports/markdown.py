@@ -17,7 +17,7 @@ def escape(text: str) -> str:
 def markdown_table(table: Table) -> list[str]:
     columns = list(table.frame.columns)
     lines = ["| " + " | ".join([""] + [escape(table.header(c)) for c in columns]) + " |",
-             "|" + "---|" + "".join("---:|" if c in table.metric_columns else "---|" for c in columns)]
+             "|" + "---|" + "".join("---:|" if table.numeric(c) else "---|" for c in columns)]
     for row in table.frame.index:
         cells = []
         for column in columns:

@@ -11,7 +11,10 @@ the benchmark's questions.
 * ``role = "code"`` (a warm start): the code prompt to the reference in a python block;
   with ``code_targets = "reference-and-mutant"`` also to the question's failing candidate
   (as above), so the policy writes the right program about half the time and a near miss
-  otherwise: a start that reinforcement learning has something to choose from.
+  otherwise: a start that reinforcement learning has something to choose from. With
+  ``tests_prompt = NAME`` (e.g. test-black-box) the same policy also learns the golden
+  asserts from that prompt, as role tests does: one model warm-started for both roles, as
+  self-play needs (trained on tests alone it forgets the code).
 
 One step: the pairs of the step's questions, one supervised update (mean token
 cross-entropy of the targets).
@@ -26,6 +29,7 @@ from codea1.harness.execution import run_jobs
 from codea1.harness.expected import settle_expected_sources
 from codea1.harness.hookspecs import hookimpl
 from codea1.harness.judge import judge
+from codea1.harness.prompts import PromptError, get_prompt
 from codea1.harness.records import PASS, ExecJob
 from codea1.harness.training import Trainer
 from codea1.trainers.rollouts import prompt_messages, update_stats
@@ -39,6 +43,7 @@ class SFTOptions:
     candidates: str = "mutants"
     max_mutants: int = 30
     code_targets: str = "reference"
+    tests_prompt: str = ""  # role code: also the golden asserts from this prompt (one policy, both roles)
 
     def __post_init__(self):
         if self.role not in ("tests", "code"):
@@ -47,6 +52,13 @@ class SFTOptions:
             raise ValueError(f"code_targets must be 'reference' or 'reference-and-mutant', not {self.code_targets!r}")
         if self.k < 1 or self.max_mutants < 1:
             raise ValueError("k and max_mutants must be at least 1")
+        if self.tests_prompt and self.role != "code":
+            raise ValueError("tests_prompt is for role 'code' (role 'tests' takes its prompt from 'prompt')")
+        for name in filter(None, (self.prompt, self.tests_prompt)):
+            try:  # a misspelt prompt fails with the config, not at the first step
+                get_prompt(name)
+            except PromptError as exc:
+                raise ValueError(str(exc)) from None
 
 
 class SFTTrainer(Trainer):
@@ -79,20 +91,26 @@ class SFTTrainer(Trainer):
 
     def pairs(self, questions) -> list[tuple[list[dict[str, str]], str]]:
         o = self.options
-        if o.role == "code":
-            out = [(prompt_messages(o.prompt or "code", q), f"```python\n{q.reference.strip()}\n```") for q in questions]
-            if o.code_targets == "reference-and-mutant":
-                self._find_candidates(questions)
-                out += [(prompt_messages(o.prompt or "code", q), f"```python\n{self.candidates[q.task_id].strip()}\n```")
-                        for q in questions if self.candidates.get(q.task_id)]
-            return out
+        if o.role == "tests":
+            return self.test_pairs(questions, o.prompt or "test-sft")
+        out = [(prompt_messages(o.prompt or "code", q), f"```python\n{q.reference.strip()}\n```") for q in questions]
+        if o.code_targets == "reference-and-mutant":
+            self._find_candidates(questions)
+            out += [(prompt_messages(o.prompt or "code", q), f"```python\n{self.candidates[q.task_id].strip()}\n```")
+                    for q in questions if self.candidates.get(q.task_id)]
+        if o.tests_prompt:
+            out += self.test_pairs(questions, o.tests_prompt)
+        return out
+
+    def test_pairs(self, questions, prompt: str) -> list[tuple[list[dict[str, str]], str]]:
+        """Prompt ``prompt`` with a failing candidate -> the question's first k golden asserts."""
         self._find_candidates(questions)
         out = []
         for q in questions:
-            asserts = [t.source for t in q.tests if t.kind == "call" and t.source][:o.k]
+            asserts = [t.source for t in q.tests if t.kind == "call" and t.source][:self.options.k]
             candidate = self.candidates.get(q.task_id)
             if asserts and candidate:
-                out.append((prompt_messages(o.prompt or "test-sft", q, k=len(asserts), code=candidate),
+                out.append((prompt_messages(prompt, q, k=len(asserts), code=candidate),
                             "```python\n" + "\n".join(asserts) + "\n```"))
         return out
 

@@ -306,14 +306,22 @@ def compute_metrics(plugins, verdicts: list[Verdict], ks: list[int]
     targets: list[tuple[str, str | None]] = [("", None)]
     if len(groups) > 1:
         targets += [(f"{g}:", g) for g in groups]
+    return code_metrics(plugins, {prefix: sample_outcomes(verdicts, group) for prefix, group in targets}, ks)
+
+
+def code_metrics(plugins, outcomes: dict[str, dict[str, list[bool]]], ks: list[int]
+                 ) -> tuple[dict[str, float], dict[str, str], dict[str, dict[str, float]]]:
+    """Every code-metric plugin at every k over ``outcomes`` (a metric-name prefix, "" or
+    "<group>:", -> task -> pass/fail per sample, in sample order): (metrics, notes on the
+    undefined ones, per-task figures of the unprefixed outcomes). The report computes
+    evalplus results with it too, so both read alike."""
     metrics, notes, per_task = {}, {}, defaultdict(dict)
-    for prefix, group in targets:
-        outcomes = sample_outcomes(verdicts, group)
+    for prefix, by_task in outcomes.items():
         for name in plugins.metrics.of_type(CodeMetric):
             metric = plugins.metrics.create(name)
             for k in ks:
                 label = prefix + metric.label(k)
-                value = metric.compute(outcomes, k)
+                value = metric.compute(by_task, k)
                 if value.value is None:
                     notes[label] = value.note
                     continue

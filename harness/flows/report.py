@@ -11,8 +11,9 @@ Stages, top to bottom:
    one label filling the same cell are refused.
 3. tables (pandas): code generation (per benchmark avg@k and pass@k, and their Avg over
    the benchmarks a row has all of), test generation (test-pass@k, mut@k, coverage@k,
-   Mul@k), Best-of-N (tts), training (the last step of each train run, its last evaluation,
-   and the trainer options that differ between runs: the ablations). Per metric column,
+   Mul@k), Best-of-N (tts), training (the last step of each train run, an sft run's loss, and
+   the trainer options that differ between runs of one trainer: the ablations; short headers
+   with their legend), the last evaluation during training. Per metric column,
    best bold and second underlined among complete runs; deltas against ``--baseline``;
    a run on other data than the column's first run (data digest) is marked with a dagger
    and named in the warnings (``--strict`` refuses instead); an incomplete run shows its
@@ -41,12 +42,34 @@ from codea1.harness.reporting import Figure, Report, Table
 from codea1.harness.runstore import make_directory, run_status
 
 KINDS = ("evaluate", "evaluate-tests", "tts", "train", "evalplus")
-# Last-step figures of a train run shown in the training table (those the step log has).
+# Last-step figures of a train run shown in the training table (those the step log has); its
+# last evaluation has a table of its own.
 TRAIN_COLUMNS = ("reward_code", "reward_test", "reward_valid", "reward_adv", "pass_rate_new", "pass_rate_hist",
                  "pass_rate_golden")
-# Trainer options that tell the runs of an ablation set apart (only those that differ are shown).
+# Columns after the figures: the Mistake Book's size, an sft run's loss.
+TRAIN_EXTRA = ("mistake_book_size", "loss_first", "loss_last")
+# The training table's short headers (the page's width) and what each means (its legend).
+TRAIN_LEGEND = {
+    "reward_code": ("R_C", "the code policy's reward"),
+    "reward_test": ("R_T", "the test policy's reward"),
+    "reward_valid": ("R_val", "its validity part"),
+    "reward_adv": ("R_adv", "its adversarial part"),
+    "pass_rate_new": ("new", "the programs' pass rate on this step's new tests"),
+    "pass_rate_hist": ("hist", "on the Mistake Book's tests"),
+    "pass_rate_golden": ("golden", "on the golden tests"),
+    "mistake_book_size": ("book", "the Mistake Book's size (tests)"),
+    "loss_first": ("first loss", "an sft run's loss (mean token cross-entropy of its targets) at step 1"),
+    "loss_last": ("last loss", "at its last step"),
+}
+# Trainer options that tell the runs of an ablation set apart (only those that differ among the
+# runs of one trainer are shown, and only for that trainer's runs).
 ABLATION_KEYS = ("alpha", "reward_variant", "mistake_book", "referable_code", "predicted_answer", "validation",
-                 "m", "n", "k", "topvar")
+                 "m", "n", "k", "topvar", "role", "code_targets", "tests_prompt", "candidates", "prompt")
+
+
+# The k of an evalplus results file's pass@k and avg@k (those up to its n samples a task, and n):
+# every k would give 2n columns.
+EVALPLUS_KS = (1, 2, 5, 10, 20, 50, 100)
 
 
 class ReportError(Codea1Error):
@@ -94,16 +117,16 @@ def read_json(path: Path) -> Any:
         raise ReportError(f"{path}:{exc.lineno}: not JSON ({exc.msg})") from None
 
 
-def read_run(given: str, label: str) -> RunData:
+def read_run(plugins, given: str, label: str) -> RunData:
     path = Path(given)
     if path.is_file() and path.name.endswith("_eval_results.json"):
-        return read_evalplus(path, label)
+        return read_evalplus(plugins, path, label)
     if not path.is_dir():
         raise ReportError(f"{given}: no such run directory or evalplus *_eval_results.json file")
     if not (path / "config.json").exists():
         found = sorted(path.glob("*_eval_results.json"))
         if len(found) == 1:
-            return read_evalplus(found[0], label)
+            return read_evalplus(plugins, found[0], label)
         raise ReportError(f"{given}: not a run directory (no config.json) nor a directory holding one evalplus "
                           f"*_eval_results.json")
     config = read_json(path / "config.json")
@@ -119,6 +142,8 @@ def read_run(given: str, label: str) -> RunData:
 
         steps = appended_rows(path / "steps.jsonl", lambda row: row, ReportError, hint="", repair=False) \
             if (path / "steps.jsonl").exists() else []
+        if steps and steps[0].get("step") == 0:  # a log written when steps counted from 0
+            steps = [{**s, "step": s["step"] + 1} for s in steps]
         return RunData(path, label, kind, config.get("benchmark", {}).get("name", ""), status, digest,
                        steps=steps, config=config)
     run = RunData(path, label, kind, config.get("benchmark", ""), status, digest, config=config,
@@ -131,32 +156,32 @@ def read_run(given: str, label: str) -> RunData:
     return run
 
 
-def read_evalplus(path: Path, label: str) -> RunData:
+def read_evalplus(plugins, path: Path, label: str) -> RunData:
     """evalplus' results: per task a list of samples with base_status and plus_status; a
     sample passes when both are "pass" (HumanEval+ / MBPP+ "plus"); "base:" figures from the
-    base tests alone. The dataset hash evalplus records is the md5 of its data file."""
-    from codea1.harness.formulas import pass_at_k
+    base tests alone. With n samples a task, every code metric at each k of EVALPLUS_KS up
+    to n and at n, computed as ``codea1 evaluate`` computes its own. The dataset hash
+    evalplus records is the md5 of its data file."""
+    from codea1.harness.flows.evaluate import code_metrics
 
     doc = read_json(path)
     if not isinstance(doc, dict) or not isinstance(doc.get("eval"), dict):
         raise ReportError(f"{path}: field 'eval': expected evalplus results (task id -> samples)")
-    plus, base = {}, {}
+    plus, base, plus_only = {}, {}, {}
     for task_id, samples in doc["eval"].items():
         if not isinstance(samples, list) or not samples:
             raise ReportError(f"{path}: field 'eval.{task_id}': expected a non-empty list of samples")
         try:
             base[task_id] = [s["base_status"] == "pass" for s in samples]
-            plus[task_id] = [s["base_status"] == "pass" and s.get("plus_status") == "pass" for s in samples]
+            plus_only[task_id] = [s.get("plus_status") == "pass" for s in samples]
         except (KeyError, TypeError):
             raise ReportError(f"{path}: field 'eval.{task_id}': samples need 'base_status'") from None
+        plus[task_id] = [b and p for b, p in zip(base[task_id], plus_only[task_id])]
     first = next(iter(doc["eval"]), "")
     benchmark = "humaneval+" if first.startswith("HumanEval/") else "mbpp+" if first.startswith("Mbpp/") else "evalplus"
     n = min(len(v) for v in plus.values()) if plus else 0
-    metrics: dict[str, float | None] = {}
-    if plus:
-        for name, table in (("", plus), ("base:", base)):
-            metrics[f"{name}pass@1"] = sum(pass_at_k(len(v), sum(v), 1) for v in table.values()) / len(table)
-        metrics[f"avg@{n}"] = sum(sum(v[:n]) / n for v in plus.values()) / len(plus)
+    ks = sorted({k for k in EVALPLUS_KS if k <= n} | {n}) if n else []
+    metrics, _, _ = code_metrics(plugins, {"": plus, "base:": base, "plus:": plus_only}, ks)
     digest = {"md5": doc["hash"]} if isinstance(doc.get("hash"), str) else {}
     return RunData(path, label, "evalplus", benchmark, "complete", digest, metrics=metrics,
                    tasks={t: sum(v) / len(v) for t, v in plus.items()})
@@ -249,49 +274,86 @@ def training_table(runs: list[RunData]) -> Table | None:
 
     if not runs:
         return None
-    options = {r.label: r.config.get("trainer", {}) for r in runs}
     trainers = {r.label: r.config.get("train", {}).get("trainer", "") for r in runs}
-    # an option is an ablation axis when runs of one trainer disagree on it
-    differing = [k for k in ABLATION_KEYS
-                 if any(len({json.dumps(options[r.label].get(k)) for r in runs if trainers[r.label] == t}) > 1
-                        for t in set(trainers.values()))]
-    cells, columns, metric_columns, status = {}, ["trainer", *differing, "steps"], [], {}
+    differing = ablation_axes(runs, trainers)
+    options = [k for k in ABLATION_KEYS if any(k in keys for keys in differing.values())]
+    cells, status = {}, {}
     for run in runs:
         if run.label in cells:
             raise ReportError(f"two train runs are labelled {run.label!r} ({run.path}): give one another with --name")
-        last = run.steps[-1] if run.steps else {}
-        row = {"trainer": trainers[run.label], "steps": len(run.steps),
-               **{k: options[run.label][k] if isinstance(options[run.label].get(k), (int, float, str))
-                  else json.dumps(options[run.label][k]) for k in differing if k in options[run.label]}}
-        for key in TRAIN_COLUMNS:
-            if is_number(last.get(key)):
-                row[key] = float(last[key])
-                if key not in metric_columns:
-                    metric_columns.append(key)
-        if is_number((last.get("mistake_book") or {}).get("size")):
-            row["mistake_book_size"] = last["mistake_book"]["size"]
-        evaluated = [s for s in run.steps if s.get("evaluation")]
-        if evaluated:
-            for where, metrics in evaluated[-1]["evaluation"].items():
-                for metric, value in metrics.items():
-                    column = f"eval {where} {metric}"
-                    if is_number(value):
-                        row[column] = float(value)
-                        if column not in metric_columns:
-                            metric_columns.append(column)
-        cells[run.label] = row
+        given = run.config.get("trainer", {})
+        cells[run.label] = {"trainer": trainers[run.label], "steps": len(run.steps),
+                            **{k: given[k] if isinstance(given[k], (int, float, str)) else json.dumps(given[k])
+                               for k in differing[trainers[run.label]] if k in given},
+                            **last_figures(run)}
         status[run.label] = run.status
-    metric_columns.sort(key=lambda c: (c.startswith("eval"), TRAIN_COLUMNS.index(c) if c in TRAIN_COLUMNS else 0, c))
-    extra = ["mistake_book_size"] if any("mistake_book_size" in r for r in cells.values()) else []
-    frame = pd.DataFrame.from_dict(cells, orient="index", columns=columns + metric_columns + extra).astype(object)
+    metric_columns = [c for c in TRAIN_COLUMNS if any(c in row for row in cells.values())]
+    extra = [c for c in TRAIN_EXTRA if any(c in row for row in cells.values())]
+    columns = ["trainer", *options, "steps", *metric_columns, *extra]
+    frame = pd.DataFrame.from_dict(cells, orient="index", columns=columns).astype(object)
     frame = frame.where(frame.notna(), None)
-    table = Table("training", "Training (last step; last evaluation)", frame, metric_columns=metric_columns,
-                  status=status)
-    table.notes.append("Rewards and pass rates of the last step in the step log; eval columns: the last "
-                       "evaluation of the policies during training (fractions shown in %).")
-    if differing:
-        table.notes.append(f"Trainer options that differ between these runs: {', '.join(differing)}.")
+    table = Table("training", "Training (last step)", frame, metric_columns=metric_columns, status=status,
+                  headers={c: short for c, (short, _) in TRAIN_LEGEND.items()})
+    legend = [f"{short}: {meaning}" for c, (short, meaning) in TRAIN_LEGEND.items() if c in columns]
+    table.notes.append("The last step in the step log" + (f". {'; '.join(legend)}." if legend else "."))
+    axes = [f"{t}: {', '.join(keys)}" for t, keys in sorted(differing.items()) if keys]
+    if axes:
+        table.notes.append(f"Trainer options that differ between runs of one trainer (shown for that trainer's "
+                           f"runs only): {'; '.join(axes)}.")
     return table
+
+
+def training_evaluation_table(runs: list[RunData]) -> Table | None:
+    """Each train run's last evaluation of its policies (train's eval_every): the step it
+    ran after, and per evaluated benchmark its metrics."""
+    import pandas as pd
+
+    cells, columns, status = {}, [], {}
+    for run in runs:
+        evaluated = [s for s in run.steps if s.get("evaluation")]
+        if not evaluated:
+            continue
+        row = cells[run.label] = {"step": evaluated[-1].get("step")}
+        for where, metrics in evaluated[-1]["evaluation"].items():
+            row |= {f"{where} {metric}": float(value) for metric, value in metrics.items() if is_number(value)}
+        columns += [c for c in row if c not in columns and c != "step"]
+        status[run.label] = run.status
+    if not cells:
+        return None
+    columns.sort(key=lambda c: (c.split(" ")[0], metric_order(c.split(" ", 1)[1])))
+    frame = pd.DataFrame.from_dict(cells, orient="index", columns=["step", *columns]).astype(object)
+    frame = frame.where(frame.notna(), None)
+    table = Table("training_evaluation", "Training: the last evaluation of the policies", frame,
+                  metric_columns=columns, status=status)
+    table.notes.append("code/BENCHMARK: the code policy's samples scored by evaluate; tests/BENCHMARK: the test "
+                       "policy's suites scored by evaluate-tests; step: the step after which they ran.")
+    return table
+
+
+def ablation_axes(runs: list[RunData], trainers: dict[str, str]) -> dict[str, list[str]]:
+    """Per trainer, the options its runs disagree on (an ablation set); runs of different
+    trainers are never compared (sft's k is not code-a1's k)."""
+    out = {}
+    for trainer in sorted(set(trainers.values())):
+        given = [r.config.get("trainer", {}) for r in runs if trainers[r.label] == trainer]
+        out[trainer] = [k for k in ABLATION_KEYS if len({json.dumps(g.get(k)) for g in given}) > 1]
+    return out
+
+
+def last_figures(run: RunData) -> dict[str, float]:
+    """The last step's rewards and pass rates (fractions), the Mistake Book's size, and an sft
+    run's loss (its policy's mean token cross-entropy of the targets) at step 1 and at the
+    last step: whether it learned."""
+    last = run.steps[-1] if run.steps else {}
+    out = {key: float(last[key]) for key in TRAIN_COLUMNS if is_number(last.get(key))}
+    if is_number((last.get("mistake_book") or {}).get("size")):
+        out["mistake_book_size"] = last["mistake_book"]["size"]
+    if run.config.get("train", {}).get("trainer") == "sft":
+        key = f"{run.config.get('trainer', {}).get('role', 'tests')}_loss"
+        losses = [s[key] for s in run.steps if is_number(s.get(key))]
+        if losses:
+            out |= {"loss_first": losses[0], "loss_last": losses[-1]}
+    return out
 
 
 def rank(table: Table) -> None:
@@ -379,7 +441,7 @@ def figures(runs: list[RunData], code: Table | None) -> list[Figure]:
     def label(run):
         return run.label if run.status == "complete" else f"{run.label} ({run.status})"
 
-    def over_steps(name: str, title: str, panels: list[tuple[str, list[tuple[str, Any]]]]) -> None:
+    def over_steps(name: str, title: str, panels: list[tuple[str, list[tuple[str, Any]]]], train=train) -> None:
         """One panel per (title, [(legend, getter)]), each run's series over its steps."""
         panels = [(t, series) for t, series in panels
                   if any(is_number(get(s)) for r in train for _, get in series for s in r.steps)]
@@ -390,7 +452,7 @@ def figures(runs: list[RunData], code: Table | None) -> list[Figure]:
             steps = set()
             for run in train:
                 for legend, get in series:
-                    points = [(s["step"] + 1, get(s)) for s in run.steps if is_number(get(s))]
+                    points = [(s["step"], get(s)) for s in run.steps if is_number(get(s))]
                     steps |= {x for x, _ in points}
                     if points:
                         ax.plot(*zip(*points), marker="o", markersize=3,
@@ -417,6 +479,9 @@ def figures(runs: list[RunData], code: Table | None) -> list[Figure]:
                [("size", [("size", lambda s: (s.get("mistake_book") or {}).get("size"))]),
                 ("added / removed", [("added", lambda s: (s.get("mistake_book") or {}).get("added")),
                                      ("removed", lambda s: (s.get("mistake_book") or {}).get("removed"))])])
+    sft = [r for r in train if r.config.get("train", {}).get("trainer") == "sft"]
+    over_steps("sft_loss", "SFT loss over steps", [("mean token cross-entropy of the targets", [
+        ("loss", lambda s: s.get("code_loss", s.get("tests_loss")))])], train=sft)  # an sft run logs its role's
     evaluated = sorted({(where, metric) for r in train for s in r.steps
                         for where, metrics in (s.get("evaluation") or {}).items() for metric in metrics})
     if evaluated:
@@ -516,11 +581,11 @@ def slug(text: str) -> str:
 
 # -- the flow --------------------------------------------------------------------------------
 
-def build_report(cfg: ReportConfig) -> Report:
+def build_report(plugins, cfg: ReportConfig) -> Report:
     if not cfg.runs:
         raise ConfigError("codea1 report: name at least one run directory")
     labels = labels_for(cfg.runs, cfg.names)
-    runs = [read_run(path, label) for path, label in zip(cfg.runs, labels)]
+    runs = [read_run(plugins, path, label) for path, label in zip(cfg.runs, labels)]
     baseline = None
     if cfg.baseline is not None:
         by_path = {str(r.path.resolve()): r.label for r in runs}
@@ -537,6 +602,7 @@ def build_report(cfg: ReportConfig) -> Report:
         metric_table("tests", "Test generation", [r for r in runs if r.kind == "evaluate-tests"]),
         metric_table("best_of_n", "Best-of-N (test-time scaling)", [r for r in runs if r.kind == "tts"]),
         (training_table([r for r in runs if r.kind == "train"]), {}),
+        (training_evaluation_table([r for r in runs if r.kind == "train"]), {}),
     ]
     tables = [t for t, _ in built if t is not None]
     code = built[0][0]
@@ -546,8 +612,8 @@ def build_report(cfg: ReportConfig) -> Report:
         check_data(table, owner, warnings, cfg.strict)
         rank(table)
         deltas(table, baseline)
-        if table.deltas is not None:
-            table.notes.append(f"In brackets: the difference from {baseline} in points.")
+        if table.deltas is not None and any(is_number(v) for v in table.deltas.to_numpy().ravel()):
+            table.notes.append(f"In brackets: the difference from {baseline} in points.")  # where one is shown
         table.notes.append("Figures in %. Bold: best; underlined: second (complete runs only).")
     return Report(cfg.title, runs_table(runs), tables, figures(runs, code), details(runs, baseline), warnings,
                   baseline)
@@ -568,7 +634,7 @@ def report(plugins, cfg: ReportConfig) -> dict[str, Any]:
         raise ConfigError(f"--out {out}: a file is there; a report is a directory (or does not exist yet)")
     if out.exists() and any(out.iterdir()) and not cfg.overwrite:
         raise ConfigError(f"--out {out} is not empty: pass --overwrite to replace the report there")
-    built = build_report(cfg)
+    built = build_report(plugins, cfg)
     make_directory(out, "--out", "the report directory")
     written = []
     for reporter in reporters:

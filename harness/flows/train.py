@@ -23,7 +23,8 @@ Stages of a run: open (benchmark, executor, policies, trainer), resume (the last
 checkpoint: policies, trainer state, step; the step log and Mistake Book files cut back to
 it), then per step: the questions (a seeded permutation of the tasks per epoch, so a step's
 questions depend on the step number alone), the trainer's step, a row appended to
-DIR/steps.jsonl, a checkpoint every ``checkpoint_every`` steps, evaluation every
+DIR/steps.jsonl (its "step" counts from 1, as checkpoints/step-N, mistake_book/step-N.json
+and evaluation/step-N do: N steps done), a checkpoint every ``checkpoint_every`` steps, evaluation every
 ``eval_every`` steps; finally the policies exported as Hugging Face directories under
 DIR/export/ROLE. One progress bar for the steps, showing the phase. ``dry_run``: the checks
 made before a model loads, then the plan and the resolved config, nothing loaded or written.
@@ -352,7 +353,8 @@ def train(plugins, cfg: TrainConfig) -> dict[str, Any]:
                 StepMirror(train_settings["log_to"], out, settings) as mirror:
             context.phase = lambda name: bar.set_postfix_str(name, refresh=True)
             for step in range(first, train_settings["steps"]):
-                row = {"step": step, **trainer.step(step, questions_for(run, train_settings, step))}
+                # the trainer gets the 0-based index (its seeds); every file and figure counts from 1
+                row = {"step": step + 1, **trainer.step(step, questions_for(run, train_settings, step))}
                 if train_settings["eval_every"] and (step + 1) % train_settings["eval_every"] == 0:
                     context.phase("evaluate")
                     row["evaluation"] = evaluate_policies(plugins, run, context, settings["evaluation"], out, step)
@@ -461,7 +463,7 @@ def resume(run: Run, trainer, context: TrainContext, out: Path) -> int:
         trainer.load(last / "trainer")
     rows = run.store.load_rows()
     if len(rows) > steps_done:
-        kept = rows[:steps_done]
+        kept = rows[:steps_done]  # row i is step i + 1
         run.store.rows_path.write_text("".join(json.dumps(r, separators=(",", ":"), default=str) + "\n" for r in kept))
     for path in (out / "mistake_book").glob("step-*.json"):
         if int(path.stem.split("-")[1]) > steps_done:  # step-N is the book after N steps

@@ -2,7 +2,7 @@
 runs of the demo set (its samples file, and a "model" that fails demo/3), two evaluate-tests
 runs (the golden tests, and generated tests with mistakes), a tts run with curves; and two
 tiny code-a1 training runs that differ in alpha (each evaluated once through the evaluate
-and evaluate-tests flows)."""
+and evaluate-tests flows), and two tiny sft runs (role code and role tests)."""
 
 from __future__ import annotations
 
@@ -109,4 +109,33 @@ def train_runs(tiny_model, tmp_path_factory) -> dict[str, Path]:
         name = f"code-a1-alpha{alpha}"
         out[name] = root / name
         run("train", "--config", str(code_a1_config(root / f"{name}.toml", tiny_model, alpha)), "--out", str(out[name]))
+    return out
+
+
+@pytest.fixture(scope="session")
+def sft_runs(tiny_model, tmp_path_factory) -> dict[str, Path]:
+    """Two sft runs of the tiny model on the demo questions, one a role, three steps each (k 3:
+    not the code-a1 runs' k 2, an option the training table must not compare across trainers)."""
+    root = tmp_path_factory.mktemp("sft-runs")
+    out = {}
+    for role in ("code", "tests"):
+        name = f"sft-{role}"
+        out[name] = root / name
+        (root / f"{name}.toml").write_text(f"""
+[train]
+trainer = "sft"
+steps = 3
+batch_size = 4
+[benchmark]
+name = "demo"
+[executor]
+workers = 2
+[trainer]
+role = "{role}"
+k = 3
+[policies.{role}]
+model = "{tiny_model}"
+lr = 1e-3
+""")
+        run("train", "--config", str(root / f"{name}.toml"), "--out", str(out[name]))
     return out

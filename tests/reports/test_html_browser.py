@@ -26,7 +26,9 @@ window.addEventListener("load", () => {
   document.querySelectorAll("details").forEach(d => { d.open = true; });
   const size = e => { const r = e.getBoundingClientRect(); return [Math.round(r.width), Math.round(r.height)]; };
   const out = {
-    tables: [...document.querySelectorAll("table")].map(t => ({id: t.id, size: size(t), rows: t.rows.length})),
+    tables: [...document.querySelectorAll("table")].map(t => ({id: t.id, size: size(t), rows: t.rows.length,
+                                                               room: t.parentElement.clientWidth})),
+    viewport: document.documentElement.clientWidth,
     images: [...document.querySelectorAll("img")].map(i => ({alt: i.alt, complete: i.complete,
                                                              natural: [i.naturalWidth, i.naturalHeight], size: size(i)})),
     bold: document.querySelectorAll("td.best").length,
@@ -54,16 +56,16 @@ def headless(*args: str) -> subprocess.CompletedProcess:
                            "--allow-file-access-from-files", *args], capture_output=True, text=True, timeout=180)
 
 
-def test_html_report_renders_in_chromium(report_runs, train_runs, tmp_path):
+def test_html_report_renders_in_chromium(report_runs, train_runs, sft_runs, tmp_path):
     out = tmp_path / "report"
-    assert main(["report", *map(str, [*report_runs.values(), *train_runs.values()]), "--format", "html",
-                 "--baseline", str(report_runs["demo-samples"]), "--out", str(out)]) == 0
+    assert main(["report", *map(str, [*report_runs.values(), *train_runs.values(), *sft_runs.values()]),
+                 "--format", "html", "--baseline", str(report_runs["demo-samples"]), "--out", str(out)]) == 0
     page = out / "report.html"
     html = page.read_text()
     assert not re.search(r"""(src|href)=["']?(https?:|//)""", html) and "<link" not in html and "<script" not in html
     expected_tables = html.count("<table")
     expected_images = html.count("<img")
-    assert expected_tables >= 7 and expected_images == 7
+    assert expected_tables >= 8 and expected_images == 8
 
     shot = tmp_path / "report.png"
     done = headless(f"--screenshot={shot}", "--window-size=1280,3000", page.as_uri())
@@ -81,11 +83,13 @@ def test_html_report_renders_in_chromium(report_runs, train_runs, tmp_path):
     assert len(rendered["tables"]) == expected_tables
     for table in rendered["tables"]:
         assert table["size"][0] > 0 and table["size"][1] > 0 and table["rows"] >= 2, table
+        # the page's width holds every table, the training table's columns too: none scrolls
+        assert table["size"][0] <= table["room"] <= rendered["viewport"], table
     assert len(rendered["images"]) == expected_images
     for image in rendered["images"]:
         assert image["complete"] and image["natural"][0] > 300 and image["natural"][1] > 200, image
         assert image["size"][0] > 0 and image["size"][1] > 0, image
     assert rendered["bold"] > 0 and rendered["underlined"] == "underline"
-    assert {t["id"] for t in rendered["tables"]} >= {"table-code", "table-tests", "table-best_of_n",
-                                                     "table-training", "table-runs", "table-tasks-demo"}
+    assert {t["id"] for t in rendered["tables"]} >= {"table-code", "table-tests", "table-best_of_n", "table-training",
+                                                     "table-training_evaluation", "table-runs", "table-tasks-demo"}
     Path(tmp_path / "probe.json").write_text(json.dumps(rendered, indent=1))

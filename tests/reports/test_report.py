@@ -4,6 +4,7 @@ evalplus results files, figures, errors, a third-party reporter, and runs left u
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import os
@@ -34,8 +35,9 @@ def report(runs, out: Path, *flags: str) -> Path:
 
 
 def normalised(text: str, root: Path) -> str:
-    """Paths of this session's temporary directories and embedded images out of the way."""
-    text = text.replace(str(root), "<runs>")
+    """Paths of this session's temporary directories (as the HTML writes them too, a line
+    break allowed after each "/") and embedded images out of the way."""
+    text = text.replace(str(root), "<runs>").replace(str(root).replace("/", "/<wbr>"), "<runs>")
     return re.sub(r"data:image/png;base64,[A-Za-z0-9+/=]+", "data:image/png;base64,<png>", text)
 
 
@@ -166,24 +168,96 @@ def test_evalplus_results_sit_beside_runs_with_the_same_data_hash(tmp_path):
     assert json.loads((tmp_path / "ours" / "config.json").read_text())["data_digest"]["md5"] == doc["hash"]
 
 
-def test_training_runs_give_the_training_table_and_figures(report_runs, train_runs, tmp_path):
-    out = report([*train_runs.values(), report_runs["demo-samples"], report_runs["best-of-n"]], tmp_path / "r")
+def test_training_runs_give_the_training_table_and_figures(report_runs, train_runs, sft_runs, tmp_path):
+    out = report([*train_runs.values(), *sft_runs.values(), report_runs["demo-samples"], report_runs["best-of-n"]],
+                 tmp_path / "r")
     import pandas as pd
 
     training = pd.read_csv(out / "training.csv", index_col="label")
-    assert list(training.index) == ["code-a1-alpha0.5", "code-a1-alpha1.0"]
-    assert list(training["alpha"]) == [0.5, 1.0] and list(training["steps"]) == [2, 2]  # the ablation axis shown
+    assert list(training.index) == ["code-a1-alpha0.5", "code-a1-alpha1.0", "sft-code", "sft-tests"]
+    assert list(training["steps"]) == [2, 2, 3, 3]
+    # the ablation axes, per trainer and only for its runs: code-a1's alpha, sft's role; k
+    # differs only across trainers (2 and 3), so it is no axis
+    assert training["alpha"].tolist()[:2] == [0.5, 1.0] and training["alpha"][2:].isna().all()
+    assert training["role"][:2].isna().all() and training["role"].tolist()[2:] == ["code", "tests"]
+    assert "k" not in training.columns
+    md = (out / "report.md").read_text()
+    assert "differ between runs of one trainer (shown for that trainer's runs only): code-a1: alpha; sft: role." in md
     for run in train_runs.values():
         last = json.loads((run / "steps.jsonl").read_text().splitlines()[-1])
         assert training.at[run.name, "reward_code"] == pytest.approx(last["reward_code"])
-        assert training.at[run.name, "eval code/demo pass@1"] == pytest.approx(last["evaluation"]["code/demo"]["pass@1"])
+        assert pd.isna(training.at[run.name, "loss_last"])
+    for run in sft_runs.values():  # an sft row shows its loss at step 1 and at its last step
+        log = [json.loads(line) for line in (run / "steps.jsonl").read_text().splitlines()]
+        key = f"{run.name.removeprefix('sft-')}_loss"
+        assert training.at[run.name, "loss_first"] == pytest.approx(log[0][key])
+        assert training.at[run.name, "loss_last"] == pytest.approx(log[-1][key]) and log[-1][key] < log[0][key]
+        assert pd.isna(training.at[run.name, "reward_code"])
+    assert "| sft-code | sft |  | code | 3 |" in md  # trainer, alpha, role, steps
+    evaluation = pd.read_csv(out / "training_evaluation.csv", index_col="label")
+    assert list(evaluation.index) == ["code-a1-alpha0.5", "code-a1-alpha1.0"]
+    for run in train_runs.values():
+        last = json.loads((run / "steps.jsonl").read_text().splitlines()[-1])
+        assert evaluation.at[run.name, "step"] == last["step"] == 2  # evaluated after step 2 of 2
+        assert evaluation.at[run.name, "code/demo pass@1"] == pytest.approx(last["evaluation"]["code/demo"]["pass@1"])
     figures = {p.stem: p.read_bytes() for p in (out / "figures").iterdir()}
-    assert set(figures) == {"rewards", "pass_rates", "mistake_book", "evaluation", "benchmarks", "best_of_n",
-                            "alpha_sweep"}
+    assert set(figures) == {"rewards", "pass_rates", "mistake_book", "sft_loss", "evaluation", "benchmarks",
+                            "best_of_n", "alpha_sweep"}
     for name, png in figures.items():
         assert png[:8] == b"\x89PNG\r\n\x1a\n", name
         width, height = struct.unpack(">II", png[16:24])
         assert width > 300 and height > 200, name
+
+
+def test_a_step_log_counted_from_0_reads_as_counted_from_1(train_runs, tmp_path):
+    """Runs written when steps.jsonl counted from 0 (checkpoints and books from 1) read with
+    the numbering every file has now."""
+    old = tmp_path / "old-run"
+    shutil.copytree(train_runs["code-a1-alpha0.5"], old)
+    rows = [json.loads(line) for line in (old / "steps.jsonl").read_text().splitlines()]
+    (old / "steps.jsonl").write_text("".join(json.dumps({**r, "step": r["step"] - 1}) + "\n" for r in rows))
+    import pandas as pd
+
+    evaluation = pd.read_csv(report([old], tmp_path / "r", "--format", "csv") / "training_evaluation.csv",
+                             index_col="label")
+    assert evaluation.at["old-run", "step"] == 2
+
+
+def test_the_brackets_note_only_where_a_bracket_is_shown(report_runs, tmp_path):
+    r = report_runs
+    md = (report([r["demo-samples"], r["golden-tests"]], tmp_path / "alone", "--baseline", str(r["demo-samples"]),
+                 "--format", "md") / "report.md").read_text()
+    assert "(+" not in md and "(-" not in md and "In brackets" not in md  # nothing to compare with
+    md = (report([r["demo-samples"], r["model-b"]], tmp_path / "pair", "--baseline", str(r["demo-samples"]),
+                 "--format", "md") / "report.md").read_text()
+    assert md.count("In brackets: the difference from demo-samples in points.") == 1 and "(-8.33)" in md
+
+
+def test_evalplus_results_give_every_metric_their_samples_allow(tmp_path):
+    """Two samples a task: the evalplus file's row has avg@1, avg@2, pass@1 and pass@2, each
+    equal to `codea1 evaluate --k 1,2` on the same samples."""
+    data = shared_file("humanevalplus", "HumanEvalPlus-v0.1.10.jsonl.gz")
+    tasks = {r["task_id"]: r for r in map(json.loads, gzip.open(data, "rt")) if r["task_id"] in
+             ("HumanEval/0", "HumanEval/2", "HumanEval/4")}
+    wrong = "    return None\n"
+    samples = tmp_path / "he.jsonl"
+    samples.write_text("".join(json.dumps({"task_id": t, "completion": c}) + "\n" for t, c in [
+        ("HumanEval/0", tasks["HumanEval/0"]["canonical_solution"]), ("HumanEval/0", wrong),
+        ("HumanEval/2", wrong), ("HumanEval/2", tasks["HumanEval/2"]["canonical_solution"]),
+        ("HumanEval/4", wrong), ("HumanEval/4", wrong)]))
+    assert main(["evaluate", "--benchmark", "humaneval+", "--data", str(data), "--samples", str(samples), "--k", "1,2",
+                 "--tasks", ",".join(tasks), "--out", str(tmp_path / "ours"), "--no-progress"]) == 0
+    found = next((tmp_path / "ours").glob("*_eval_results.json"), None) or next(tmp_path.glob("*_eval_results.json"))
+    theirs = tmp_path / "evalplus_eval_results.json"
+    theirs.write_text(found.read_text())
+    import pandas as pd
+
+    code = pd.read_csv(report([tmp_path / "ours", theirs], tmp_path / "r", "--format", "csv") / "code.csv",
+                       index_col="label")
+    columns = ["humaneval+ avg@1", "humaneval+ avg@2", "humaneval+ pass@1", "humaneval+ pass@2"]
+    assert [c for c in code.columns if c.startswith("humaneval+")] == columns
+    assert code.loc["evalplus", columns].tolist() == pytest.approx([1 / 3, 1 / 3, 1 / 3, 2 / 3])
+    assert code.loc["evalplus", columns].tolist() == pytest.approx(code.loc["ours", columns].tolist())
 
 
 def test_latex_tables_are_well_formed_and_compile_when_tex_is_installed(evaluation_report, tmp_path):
@@ -191,20 +265,40 @@ def test_latex_tables_are_well_formed_and_compile_when_tex_is_installed(evaluati
     tabulars = re.findall(r"\\begin\{tabular\}\{([lr]+)\}(.*?)\\end\{tabular\}", tex, re.S)
     assert len(tabulars) == 4  # code, tests, best-of-n, runs
     for spec, body in tabulars:
+        body = re.sub(r"\\shortstack\[[lr]\]\{[^{}]*\}", "header", body)  # a header stacked word by word
         rows = [r for r in body.split("\\\\") if r.strip() and r.strip() != "\\hline"]
         for row in rows:
             cells = re.split(r"(?<!\\)&", row.replace("\\hline", ""))
             assert len(cells) == len(spec), (spec, row)
         assert body.count("{") == body.count("}")
     assert "\\textbf{100.00}" in tex and "\\underline{70.83}" in tex
+    shutil.copy(evaluation_report / "report.tex", tmp_path / "report.tex")
+    compile_latex(tmp_path)  # skips without a TeX engine: the tabulars were checked by shape
+    assert (tmp_path / "report.pdf").stat().st_size > 1000
+
+
+def compile_latex(folder: Path) -> str:
+    """pdflatex on folder/report.tex; its log."""
     engine = shutil.which("pdflatex")
     if engine is None:
-        pytest.skip("no TeX engine installed (apt-get install texlive-latex-base): the tabulars were checked by shape")
-    shutil.copy(evaluation_report / "report.tex", tmp_path / "report.tex")
-    done = subprocess.run([engine, "-interaction=nonstopmode", "-halt-on-error", "report.tex"], cwd=tmp_path,
+        pytest.skip("no TeX engine installed (apt-get install texlive-latex-base)")
+    done = subprocess.run([engine, "-interaction=nonstopmode", "-halt-on-error", "report.tex"], cwd=folder,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout[-3000:]
-    assert (tmp_path / "report.pdf").stat().st_size > 1000
+    return (folder / "report.log").read_text(errors="replace")
+
+
+def test_every_latex_table_fits_the_page(report_runs, train_runs, sft_runs, tmp_path):
+    """The widest tables (test generation: ten metrics; training: rewards, pass rates, the
+    Mistake Book, sft losses and the ablation axes) compile within the text's width: headers
+    stacked, a table still too wide scaled to it. Without that they overrun by hundreds of
+    points ("Overfull \\hbox")."""
+    runs = [*report_runs.values(), *train_runs.values(), *sft_runs.values()]
+    out = report(runs, tmp_path / "r", "--format", "tex", "--baseline", str(train_runs["code-a1-alpha0.5"]))
+    tex = (out / "report.tex").read_text()
+    assert "\\subsection*{Training (last step)}" in tex and "\\shortstack[r]{\\strut R\\_C\\\\\\strut (\\%)}" in tex
+    log = compile_latex(out)
+    assert "Overfull \\hbox" not in log, re.findall(r"Overfull \\hbox.*", log)
 
 
 def test_report_errors_name_what_is_wrong(report_runs, tmp_path, capsys):

@@ -95,6 +95,7 @@ def test_sft_warm_starts_both_policies(warm):
         first, last = log[0][f"{role}_loss"], log[-1][f"{role}_loss"]
         assert last < first / 10, (role, first, last)
         assert (out / "export" / role / "config.json").exists()
+        assert [r["step"] for r in log] == list(range(1, 71))  # as the checkpoints count: N steps done
         assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["step-000069", "step-000070"]
 
 
@@ -111,7 +112,14 @@ def test_code_a1_runs_with_real_signal(warm, tmp_path):
     assert 0.0 <= evaluation["code/kodcode"]["pass@1"] <= 1.0 and "test-pass@1" in evaluation["tests/ult"]
     assert "evaluation" not in log[0] and (out / "evaluation" / "step-000003" / "code-kodcode" / "run" /
                                            "results.json").exists()
-    assert [r["step"] for r in log] == [0, 1, 2]
+    # one numbering, from 1, in the step log, the Mistake Book files, the checkpoints (the last
+    # two) and the evaluation directories
+    steps = [r["step"] for r in log]
+    assert steps == [1, 2, 3]
+    assert sorted(p.name for p in (out / "mistake_book").iterdir()) == [f"step-{s:06d}.json" for s in steps]
+    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == [f"step-{s:06d}" for s in steps[-2:]]
+    evaluated = [f"step-{r['step']:06d}" for r in log if "evaluation" in r]
+    assert [p.name for p in (out / "evaluation").iterdir()] == evaluated == ["step-000003"]
     assert sum(r["tests"].get("valid", 0) for r in log) > 0  # the test policy writes valid tests
     assert any(r["zero_variance_groups"]["code"] < 2 for r in log)  # some question's programs differ in reward
     assert any(r["advantage_abs_mean"]["code"] > 0 for r in log)
@@ -122,8 +130,6 @@ def test_code_a1_runs_with_real_signal(warm, tmp_path):
         assert r["code_tokens"] > 0 and r["tests_tokens"] > 0
         # one optimiser step per batch (the default): the ratio is 1, the clip never acts
         assert r["code_optimizer_steps"] == 1 and r["code_clip_ratio"] == 0 and r["tests_clip_ratio"] == 0
-    books = sorted(p.name for p in (out / "mistake_book").iterdir())
-    assert books == ["step-000001.json", "step-000002.json", "step-000003.json"]
     assert log[-1]["mistake_book"]["size"] == sum(len(v) for v in json.loads(
         (out / "mistake_book" / "step-000003.json").read_text())["questions"].values())
     config = json.loads((out / "config.json").read_text())
@@ -152,7 +158,7 @@ def test_code_a1_resumes_after_sigkill_exactly(warm, tmp_path):
     finally:
         proc.wait()
     assert proc.returncode == -signal.SIGKILL, "the run ended before it could be killed"
-    assert len(rows(out)) < 3
+    assert [r["step"] for r in rows(out)] in ([1], [1, 2])
     resumed = subprocess.run(cmd + ["--resume"], capture_output=True, text=True, timeout=900)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
 
@@ -160,6 +166,7 @@ def test_code_a1_resumes_after_sigkill_exactly(warm, tmp_path):
         return [{k: v for k, v in r.items() if k != "timing"} for r in rows(run)]
 
     assert comparable(out) == comparable(whole)
+    assert [r["step"] for r in rows(out)] == [1, 2, 3]  # resumed at the checkpoint's number, from 1
     assert all(r["code_optimizer_steps"] == 2 for r in rows(whole))
     names = sorted(p.name for p in (whole / "mistake_book").iterdir())
     assert sorted(p.name for p in (out / "mistake_book").iterdir()) == names
@@ -180,6 +187,24 @@ def test_golden_tests_and_self_play_run(warm, tmp_path):
     log = rows(play)
     assert len(log) == 2 and all(r["code_responses"] == 2 * 4 + 2 * 4 for r in log)  # codes and suites, one update
     assert (play / "mistake_book" / "step-000002.json").exists()
+
+
+def test_self_play_from_a_warm_start_on_both_roles_has_signal(warm, tmp_path):
+    """sft role code with tests_prompt trains the one policy self-play uses on both: the
+    references and, from the black-box prompt, the golden asserts (a step's pairs: 4 codes and
+    the suites of the questions with a failing mutant). Self-play from it has valid tests and
+    programs that pass them: rewards that are not all zero."""
+    both = train(tmp_path, "sft-both", {**base("sft", 40, batch=4),
+                                         "trainer": {"role": "code", "tests_prompt": "test-black-box", "k": 4},
+                                         "policies.code": {"model": str(warm["code"] / "export" / "code"), "lr": 4e-3,
+                                                           "micro_batch_size": 8}})
+    assert all(r["pairs"] > 4 for r in rows(both)) and rows(both)[-1]["code_loss"] < 0.1
+    play = train(tmp_path, "self-play", {**base("self-play", 2), "trainer": {"m": 4, "n": 4, "k": 4},
+                                          "policies.code": {"model": str(both / "export" / "code"),
+                                                            "max_tokens": 128, "lr": 1e-4}})
+    log = rows(play)
+    assert all(r["tests"].get("valid", 0) > 0 and r["reward_valid"] > 0 for r in log), log
+    assert any(r["reward_code"] > 0 and r["pass_rate_new"] > 0 for r in log), log
 
 
 def test_consensus_validation_runs_without_the_reference(warm, tmp_path):
