@@ -6,9 +6,10 @@ from __future__ import annotations
 import gzip
 import json
 import subprocess
+import sys
 
 import pytest
-from conftest import codea1_command, shared_file
+from conftest import ROOT, codea1_command, shared_file
 
 from codea1.harness.benchmark import BenchmarkError
 from codea1.harness.flows.evaluate import EvaluateConfig, evaluate
@@ -43,6 +44,30 @@ def test_bigcodebench_splits_subsets_and_missing_libraries(plugins, tmp_path):
     assert res["tasks"][needs_missing]["statuses"] == ["skipped"]
     assert res["skipped_tasks"][needs_missing].startswith("skipped: missing library ")
     assert res["metrics"]["pass@1"] == 0.5  # the skipped task is out of the denominator
+
+
+WITHOUT_BIGCODEBENCH = ("import sys; sys.modules['bigcodebench'] = None  # any import of it now fails\n"
+                        "from codea1.harness.cli import main; sys.exit(main(sys.argv[1:]))")
+
+
+@pytest.mark.parametrize("command", ["tasks", "evaluate"])
+def test_bigcodebench_missing_says_what_to_install(command, tmp_path):
+    """Without the bigcodebench package both commands end in one line naming the README's
+    install line, exit 2, and write nothing."""
+    data = shared_file("bigcodebench", "BigCodeBench-v0.1.0.jsonl.gz")
+    args = ["--benchmark", "bigcodebench", "--data", str(data)]
+    if command == "evaluate":
+        args += ["--samples", write_samples(tmp_path / "s.jsonl", [{"task_id": "BigCodeBench/0", "solution": "x = 1"}]),
+                 "--out", str(tmp_path / "run")]
+    run = subprocess.run([sys.executable, "-c", WITHOUT_BIGCODEBENCH, command, *args], capture_output=True, text=True,
+                         timeout=300, cwd=tmp_path)
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.splitlines() == [
+        "codea1: error: benchmark 'bigcodebench' needs the bigcodebench package (module 'bigcodebench' is not "
+        "importable): pip install --no-deps bigcodebench==0.2.5 && pip install pqdm gradio-client e2b matplotlib "
+        "-c constraints.txt"]
+    assert not (tmp_path / "run").exists()
+    assert run.stderr.split("): ")[1].strip() in (ROOT / "README.md").read_text()  # the README's own line
 
 
 def test_ult_loads_and_reports_that_its_asserts_fail_on_the_reference(plugins, tmp_path):
