@@ -100,10 +100,14 @@ def import_loader():
     """bigcodebench' data module, or the install line when it (or what it imports) is missing."""
     try:
         return importlib.import_module("bigcodebench.data.bigcodebench")
-    except ImportError as exc:
+    except ModuleNotFoundError as exc:
         missing = (exc.name or "bigcodebench").split(".")[0]
         raise BenchmarkError(f"benchmark 'bigcodebench' needs the bigcodebench package (module {missing!r} is "
                              f"not importable): {INSTALL}") from None
+    except ImportError as exc:  # installed, but something it imports is broken (e.g. built for another numpy)
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        raise BenchmarkError(f"benchmark 'bigcodebench': bigcodebench's loader does not import here "
+                             f"(ImportError: {first}); it installs with: {INSTALL}") from None
 
 
 @hookimpl
