@@ -61,7 +61,7 @@ class BigCodeBench(Benchmark):
                 raise BenchmarkError(f"--data {data}: not a BigCodeBench file: its first record's field 'task_id' is "
                                      f"{first.get('task_id')!r}, where BigCodeBench task ids start with 'BigCodeBench/'")
             os.environ["BIGCODEBENCH_OVERRIDE_PATH"] = os.path.abspath(data)
-        module = importlib.import_module("bigcodebench.data.bigcodebench")
+        module = import_loader()
         if data:
             module.BIGCODEBENCH_OVERRIDE_PATH = os.path.abspath(data)
         try:
@@ -88,6 +88,26 @@ class BigCodeBench(Benchmark):
         if "solution" in record:
             return record["solution"]
         return problem.metadata["complete_prompt"] + record["completion"]
+
+
+# The README's install line: bigcodebench declares vllm as a hard dependency, so it goes in
+# without dependencies, followed by what its loader and sandbox really import.
+INSTALL = ("pip install --no-deps bigcodebench==0.2.5 && "
+           "pip install pqdm gradio-client e2b matplotlib -c constraints.txt")
+
+
+def import_loader():
+    """bigcodebench' data module, or the install line when it (or what it imports) is missing."""
+    try:
+        return importlib.import_module("bigcodebench.data.bigcodebench")
+    except ModuleNotFoundError as exc:
+        missing = (exc.name or "bigcodebench").split(".")[0]
+        raise BenchmarkError(f"benchmark 'bigcodebench' needs the bigcodebench package (module {missing!r} is "
+                             f"not importable): {INSTALL}") from None
+    except ImportError as exc:  # installed, but something it imports is broken (e.g. built for another numpy)
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        raise BenchmarkError(f"benchmark 'bigcodebench': bigcodebench's loader does not import here "
+                             f"(ImportError: {first}); it installs with: {INSTALL}") from None
 
 
 @hookimpl

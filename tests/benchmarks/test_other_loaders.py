@@ -3,12 +3,16 @@ reference and wrong samples through the real executor."""
 
 from __future__ import annotations
 
+import ast
 import gzip
 import json
+import os
 import subprocess
+import sys
+from types import SimpleNamespace
 
 import pytest
-from conftest import codea1_command, shared_file
+from conftest import ROOT, codea1_command, shared_file
 
 from codea1.harness.benchmark import BenchmarkError
 from codea1.harness.flows.evaluate import EvaluateConfig, evaluate
@@ -43,6 +47,74 @@ def test_bigcodebench_splits_subsets_and_missing_libraries(plugins, tmp_path):
     assert res["tasks"][needs_missing]["statuses"] == ["skipped"]
     assert res["skipped_tasks"][needs_missing].startswith("skipped: missing library ")
     assert res["metrics"]["pass@1"] == 0.5  # the skipped task is out of the denominator
+
+
+WITHOUT_BIGCODEBENCH = ("import sys; sys.modules['bigcodebench'] = None  # any import of it now fails\n"
+                        "from codea1.harness.cli import main; sys.exit(main(sys.argv[1:]))")
+
+
+@pytest.mark.parametrize("command", ["tasks", "evaluate"])
+def test_bigcodebench_missing_says_what_to_install(command, tmp_path):
+    """Without the bigcodebench package both commands end in one line naming the README's
+    install line, exit 2, and write nothing."""
+    data = shared_file("bigcodebench", "BigCodeBench-v0.1.0.jsonl.gz")
+    args = ["--benchmark", "bigcodebench", "--data", str(data)]
+    if command == "evaluate":
+        args += ["--samples", write_samples(tmp_path / "s.jsonl", [{"task_id": "BigCodeBench/0", "solution": "x = 1"}]),
+                 "--out", str(tmp_path / "run")]
+    run = subprocess.run([sys.executable, "-c", WITHOUT_BIGCODEBENCH, command, *args], capture_output=True, text=True,
+                         timeout=300, cwd=tmp_path)
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.splitlines() == [
+        "codea1: error: benchmark 'bigcodebench' needs the bigcodebench package (module 'bigcodebench' is not "
+        "importable): pip install --no-deps bigcodebench==0.2.5 && pip install pqdm gradio-client e2b matplotlib "
+        "-c constraints.txt"]
+    assert not (tmp_path / "run").exists()
+    assert run.stderr.split("): ")[1].strip() in (ROOT / "README.md").read_text()  # the README's own line
+
+
+def test_bigcodebench_with_a_broken_dependency_says_what_failed(tmp_path):
+    """bigcodebench installed, but a library its loader imports fails to import (as pyarrow
+    does under numpy 1): one line with that library's own message and the install line."""
+    data = shared_file("bigcodebench", "BigCodeBench-v0.1.0.jsonl.gz")
+    (tmp_path / "datasets").mkdir()
+    (tmp_path / "datasets" / "__init__.py").write_text("raise ImportError('built for NumPy 2.0 or newer')\n")
+    run = subprocess.run([*codea1_command(), "tasks", "--benchmark", "bigcodebench", "--data", str(data)],
+                         capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                         env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.splitlines() == [
+        "codea1: error: benchmark 'bigcodebench': bigcodebench's loader does not import here (ImportError: built "
+        "for NumPy 2.0 or newer); it installs with: pip install --no-deps bigcodebench==0.2.5 && pip install pqdm "
+        "gradio-client e2b matplotlib -c constraints.txt"]
+
+
+def test_canonical_script_counts_passes_missing_libraries_and_failures_by_reason(plugins, tmp_path):
+    """scripts/bigcodebench_canonical.py on a handful of tasks: a canonical solution that
+    passes, one that starts a process (the sandbox refuses it) and, where this environment
+    lacks one, a task skipped for its missing library, each counted under its reason; the
+    same with the test classes judged in-process (--in-process)."""
+    data = shared_file("bigcodebench", "BigCodeBench-v0.1.0.jsonl.gz")
+    bench = plugins.benchmarks.create("bigcodebench", {"data": str(data)})
+    rows = [json.loads(line) for line in gzip.open(data, "rt")]
+    lacking = next((r["task_id"] for r in rows
+                    if bench.missing_libraries(SimpleNamespace(libs=ast.literal_eval(r["libs"])))), None)
+    tasks = ["BigCodeBench/0", "BigCodeBench/14"] + ([lacking] if lacking else [])
+    for mode in ([], ["--in-process"]):
+        out_file = tmp_path / f"out{len(mode)}.json"
+        run = subprocess.run([sys.executable, str(ROOT / "scripts" / "bigcodebench_canonical.py"), "--data", str(data),
+                              "--tasks", ",".join(tasks), "--json", str(out_file), "--no-progress", *mode],
+                             capture_output=True, text=True, timeout=600, cwd=tmp_path)
+        assert run.returncode == 0, run.stderr
+        out = json.loads(out_file.read_text())
+        assert out["tasks"] == len(tasks) and out["pass"] == ["BigCodeBench/0"]
+        assert out["fail"] == {"starts a process (the sandbox refuses fork/exec)": ["BigCodeBench/14"]}
+        assert "BlockingIOError" in out["messages"]["BigCodeBench/14"]
+        if lacking:
+            libs = ast.literal_eval(next(r["libs"] for r in rows if r["task_id"] == lacking))
+            assert out["skipped"] and all(ids == [lacking] and lib in libs for lib, ids in out["skipped"].items())
+        assert run.stdout.splitlines()[0] == (f"{len(tasks)} tasks: 1 pass, 1 fail, {int(bool(lacking))} skipped "
+                                              "(a library missing)")
 
 
 def test_ult_loads_and_reports_that_its_asserts_fail_on_the_reference(plugins, tmp_path):
