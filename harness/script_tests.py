@@ -181,7 +181,11 @@ def _exception_names(node: ast.AST) -> list[str]:
     names = [_dotted(n) for n in nodes]
     if not names or None in names:
         raise _NotRewritable("an exception type that is not a name")
-    return [n.rsplit(".", 1)[-1] for n in names]
+    # The raised class reports its own name: IOError and EnvironmentError are OSError.
+    return [BUILTIN_ALIASES.get(n, n.rsplit(".", 1)[-1]) for n in names]
+
+
+BUILTIN_ALIASES = {"IOError": "OSError", "EnvironmentError": "OSError"}
 
 
 def _has_compare(node: ast.AST) -> bool:

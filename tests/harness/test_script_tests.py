@@ -364,3 +364,15 @@ def test_a_check_sees_the_value_as_it_was_when_checked(executor):
     assert run_script(executor, code, script, "pytest", True).status == PASS
     wrong = code.replace("self.items.append(x)", "self.items.insert(0, x)")
     assert run_script(executor, wrong, script, "pytest", True).status == FAIL
+
+
+def test_an_alias_of_a_builtin_exception_is_expected_as_its_class():
+    """assertRaises(IOError) holds when OSError is raised (IOError is OSError; the child
+    reports the raised class's own names)."""
+    script = ("import unittest\nclass TestCases(unittest.TestCase):\n    def test_a(self):\n"
+              "        with self.assertRaises(IOError):\n            f(1)\n")
+    table = table_of(script)
+    raised = {"f": {"TestCases.test_a": "returned"}, "e": ""}
+    assert judge_reports(table, {**raised, "r": [[0, "e", ["FileNotFoundError", "OSError", "Exception"], ""]]}) \
+        == (True, "")
+    assert not judge_reports(table, {**raised, "r": [[0, "e", ["ValueError", "Exception"], ""]]})[0]
