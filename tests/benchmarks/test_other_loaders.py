@@ -89,7 +89,9 @@ def test_bigcodebench_with_a_broken_dependency_says_what_failed(tmp_path):
         "gradio-client e2b matplotlib -c constraints.txt"]
 
 
-def test_canonical_script_counts_passes_missing_libraries_and_failures_by_reason(plugins, tmp_path):
+# The in-process half runs in `tox -e parity` (each half is a minute of the default run).
+@pytest.mark.parametrize("mode", [[], pytest.param(["--in-process"], marks=pytest.mark.slow)], ids=["parent", "in-process"])
+def test_canonical_script_counts_passes_missing_libraries_and_failures_by_reason(plugins, tmp_path, mode):
     """scripts/bigcodebench_canonical.py on a handful of tasks: a canonical solution that
     passes, one that starts a process (the sandbox refuses it) and, where this environment
     lacks one, a task skipped for its missing library, each counted under its reason; the
@@ -100,21 +102,20 @@ def test_canonical_script_counts_passes_missing_libraries_and_failures_by_reason
     lacking = next((r["task_id"] for r in rows
                     if bench.missing_libraries(SimpleNamespace(libs=ast.literal_eval(r["libs"])))), None)
     tasks = ["BigCodeBench/0", "BigCodeBench/14"] + ([lacking] if lacking else [])
-    for mode in ([], ["--in-process"]):
-        out_file = tmp_path / f"out{len(mode)}.json"
-        run = subprocess.run([sys.executable, str(ROOT / "scripts" / "bigcodebench_canonical.py"), "--data", str(data),
-                              "--tasks", ",".join(tasks), "--json", str(out_file), "--no-progress", *mode],
-                             capture_output=True, text=True, timeout=600, cwd=tmp_path)
-        assert run.returncode == 0, run.stderr
-        out = json.loads(out_file.read_text())
-        assert out["tasks"] == len(tasks) and out["pass"] == ["BigCodeBench/0"]
-        assert out["fail"] == {"starts a process (the sandbox refuses fork/exec)": ["BigCodeBench/14"]}
-        assert "BlockingIOError" in out["messages"]["BigCodeBench/14"]
-        if lacking:
-            libs = ast.literal_eval(next(r["libs"] for r in rows if r["task_id"] == lacking))
-            assert out["skipped"] and all(ids == [lacking] and lib in libs for lib, ids in out["skipped"].items())
-        assert run.stdout.splitlines()[0] == (f"{len(tasks)} tasks: 1 pass, 1 fail, {int(bool(lacking))} skipped "
-                                              "(a library missing)")
+    out_file = tmp_path / f"out{len(mode)}.json"
+    run = subprocess.run([sys.executable, str(ROOT / "scripts" / "bigcodebench_canonical.py"), "--data", str(data),
+                          "--tasks", ",".join(tasks), "--json", str(out_file), "--no-progress", *mode],
+                         capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    out = json.loads(out_file.read_text())
+    assert out["tasks"] == len(tasks) and out["pass"] == ["BigCodeBench/0"]
+    assert out["fail"] == {"starts a process (the sandbox refuses fork/exec)": ["BigCodeBench/14"]}
+    assert "BlockingIOError" in out["messages"]["BigCodeBench/14"]
+    if lacking:
+        libs = ast.literal_eval(next(r["libs"] for r in rows if r["task_id"] == lacking))
+        assert out["skipped"] and all(ids == [lacking] and lib in libs for lib, ids in out["skipped"].items())
+    assert run.stdout.splitlines()[0] == (f"{len(tasks)} tasks: 1 pass, 1 fail, {int(bool(lacking))} skipped "
+                                          "(a library missing)")
 
 
 def test_ult_loads_and_reports_that_its_asserts_fail_on_the_reference(plugins, tmp_path):
