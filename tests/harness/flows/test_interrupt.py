@@ -64,9 +64,10 @@ def test_ctrl_c_ends_an_mbpp_plus_evaluate_at_once_and_the_resume_loses_nothing(
     data = shared_file("mbppplus", "MbppPlus-v0.2.0.jsonl.gz")
     problems = {json.loads(line)["task_id"]: json.loads(line) for line in gzip.open(data, "rt")}
     # Canonical solutions (they pass), and eight that hang, each until the per-test limit of
-    # 10 s: when the first verdict lands, 30 s or more of work is queued or in flight.
+    # 10 s: when the first verdict lands, 30 s or more of work is queued or in flight. They
+    # sleep, leaving the CPU to the tests running beside this one.
     # (Each differs: equal programs are judged once.)
-    hang = "def heap_queue_largest(nums, n):\n    while True:\n        pass  # {}\n"
+    hang = "import time\ndef heap_queue_largest(nums, n):\n    time.sleep(1000)  # {}\n"
     samples = [(t, 2, problems[t]["canonical_solution"] + "# {}\n") for t in ("Mbpp/392", "Mbpp/2", "Mbpp/3")]
     samples.append(("Mbpp/4", 8, hang))
     (tmp_path / "s.jsonl").write_text("".join(json.dumps({"task_id": t, "solution": code.format(i)}) + "\n"
