@@ -77,6 +77,7 @@ BUILTIN_PLUGINS = (
     "codea1.trainers.golden_tests",
     "codea1.trainers.code_a1",
     "codea1.trainers.self_play",
+    "codea1.trainers.method.mistake_book_command",
     "codea1.reports.markdown",
     "codea1.reports.csv_report",
     "codea1.reports.latex",

@@ -1,8 +1,8 @@
 """Training plugin bases: ``Trainer`` and ``PolicyBackend``.
 
-A trainer (Code-A1, Golden-Test, Self-Play, SFT) runs the training loop: it draws questions
-from a benchmark, asks policy backends for rollouts, has the executor judge them, turns
-verdicts into rewards and advantages with the pure functions of ``codea1.harness.formulas``,
+A trainer (Code-A1, Golden-Test, Self-Play, SFT) runs one training step at a time: it asks
+policy backends for rollouts on the step's questions, has the executor judge them, turns
+verdicts into rewards and advantages (the training method's pieces: ``codea1.trainers.method``),
 and asks the backends to update. It looks backends up by name in the ``backends`` registry
 and never imports one, so a backend may run in this process (torch) or across a cluster
 (OpenRLHF on Ray).
@@ -15,9 +15,11 @@ The ``codea1 train`` command and its loop are ``codea1.harness.flows.train``.
 from __future__ import annotations
 
 import hashlib
+import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from codea1.harness.errors import Codea1Error
 from codea1.harness.generation import SamplingParams
@@ -89,7 +91,8 @@ class PolicyBackend:
 class TrainContext:
     """What the train flow hands a trainer: the run (benchmark, problems, executor, store),
     the policies by role with their sampling settings, the seed, the run directory, and
-    ``phase(name)``, which shows the step's current phase on the one progress bar."""
+    ``phase(name, timing_key)``, the context of one phase of a step: it shows the phase on
+    the one progress bar and adds its seconds to the step log's "timing"."""
 
     plugins: Any
     run: Any
@@ -97,7 +100,25 @@ class TrainContext:
     sampling: dict[str, SamplingParams]
     seed: int
     out: Path
-    phase: Callable[[str], None] = lambda name: None
+    show_phase: Callable[[str], None] = lambda name: None  # the flow's progress bar
+    timing: dict[str, float] = field(default_factory=dict)  # this step's seconds per phase
+
+    @contextmanager
+    def phase(self, name: str, timing_key: str | None = None) -> Iterator[None]:
+        """``with context.phase("generate code", "generate_code_s"):`` shows the phase and,
+        given a key, adds the seconds it took to the step's timing (the flow logs it)."""
+        self.show_phase(name)
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            if timing_key is not None:
+                self.timing[timing_key] = self.timing.get(timing_key, 0.0) + time.perf_counter() - t0
+
+    def step_timing(self) -> dict[str, float]:
+        """The step's timing, rounded for the log, and a fresh one for the next step."""
+        done, self.timing = self.timing, {}
+        return {k: round(v, 3) for k, v in done.items()}
 
     def seed_for(self, step: int, what: str) -> int:
         """A seed of its own for each (step, purpose), stable across resumes."""
@@ -128,7 +149,8 @@ class Trainer:
 
     def step(self, step: int, questions: list[Any]) -> dict[str, Any]:
         """Run training step ``step`` on ``questions`` (benchmark problems): rollouts,
-        judging, rewards, updates. Returns the step's log row. ``step`` is the 0-based index
+        judging, rewards, updates, each in a ``context.phase``. Returns the step's log row
+        (the flow adds "step" and the phases' "timing"). ``step`` is the 0-based index
         (seeds derive from it); the flow records it as step + 1, and a file the trainer
         writes after it is named step-{step + 1} (N steps done), as every file counts."""
         raise NotImplementedError

@@ -4,8 +4,8 @@ One executor batch for any number of suites (a suite per task in ``codea1 evalua
 a suite per sampled test-writer response in training). A test is valid when it parses into
 a usable assert, executes on the reference and its assertion holds; an unparseable assert
 is an invalid test in its position, so positions (the first k of a suite) keep their
-meaning. ``validate_for_training`` adds what training needs (the paper's Step 3): unique
-calls, and wrong answers corrected to the reference's and kept.
+meaning. Training adds unique calls and wrong answers corrected to the reference's and kept
+(the paper's Step 3: ``codea1.trainers.method.validation``).
 
 Every test that ran on the reference runs there a second time, under another hash seed and
 another random seed, and under the time limit a candidate or mutant gets for it later
@@ -22,7 +22,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from codea1.harness.asserts import AssertParseError, _calls, parse_assert
+from codea1.harness.asserts import AssertParseError, parse_assert
 from codea1.harness.execution import DEFAULT_MIN_TIME_LIMIT, DEFAULT_TIME_FACTOR, time_limits
 from codea1.harness.expected import settle_expected_sources
 from codea1.harness.records import Problem, TestCase
@@ -201,126 +201,3 @@ def _second_run(executor, checks: dict[str, SuiteCheck], first_problems: list[Pr
             check.valid[pos] = False
             check.nondeterministic.add(pos)
             check.reasons[pos] = f"{NONDETERMINISTIC_REASON}: {why}"
-
-
-# -- validation for training ------------------------------------------------------------------
-# Statuses of a generated test, position by position: the test keeps its place in the suite.
-VALID, WRONG, ERROR, UNPARSED, DUPLICATE, MISSING = "valid", "wrong", "error", "unparsed", "duplicate", "missing"
-NONDETERMINISTIC = "nondeterministic"  # its outcome on the reference differs between two runs: dropped
-
-
-@dataclass
-class ValidatedSuite:
-    """A generated suite after validation: per requested position its status, and the tests
-    that run against the candidate codes (``kept``: the valid ones and the wrong ones
-    corrected to the reference's answer), with their sources (what the Mistake Book stores)."""
-
-    status: list[str]
-    kept: list[TestCase]
-    kept_sources: list[str]
-    kept_times: list[float] = dataclasses.field(default_factory=list)  # the reference's time per kept test
-
-    def count(self, status: str) -> int:
-        return self.status.count(status)
-
-
-def call_key(test: TestCase) -> str:
-    """What makes two tests the same call: the call expression up to spacing and quotes (a
-    data test: its arguments and wrapper)."""
-    import ast
-
-    if test.call is None:
-        return repr((test.args, test.kwargs, test.wrap))
-    source = test.call
-    try:
-        return ast.dump(ast.parse(source, mode="eval"))
-    except SyntaxError:
-        return source
-
-
-def corrected(test: TestCase, value: Any, entry_point: str | None = None) -> tuple[TestCase, str] | None:
-    """The test with the reference's answer: ``assert CALL == <value>``; None when the value
-    has no literal form (an opaque object, a NaN) to write into an assert."""
-    import ast
-
-    text = repr(value)
-    try:
-        if ast.literal_eval(text) != value or type(ast.literal_eval(text)) is not type(value):
-            return None
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return None
-    source = f"assert {call_source(test, entry_point)} == {text}"
-    return dataclasses.replace(test, op="==", expected=value, expected_source=None, source=source), source
-
-
-def call_source(test: TestCase, entry_point: str | None) -> str:
-    """The call side of a test's assert, as written (a data test keeps its source; its call
-    side is the one that calls ``entry_point``)."""
-    import ast
-
-    if test.call is not None:
-        return test.call
-    node = ast.parse(test.source or "").body[0].test
-    left, right = node.left, node.comparators[0]
-    side = right if entry_point and _calls(right, entry_point) else left
-    return ast.get_source_segment(test.source, side) or ast.unparse(side)
-
-
-def validate_for_training(executor, suites: Mapping[str, tuple[Problem, Sequence[str]]], requested: int, *,
-                          memory_mb: int = 4096) -> dict[str, ValidatedSuite]:
-    """The paper's test validation, one executor batch for every suite: a test is valid when
-    it parses, its call is unique within the suite, it runs on the reference and its answer
-    is right. A wrong answer is corrected and kept (still invalid); the rest is dropped.
-    Positions beyond what the writer produced, up to ``requested``, are "missing".
-
-    The suites of one question share most of their asserts (M programs x N suites of K): each
-    distinct assert of a question runs once on its reference, in one job per question."""
-    positions: dict[str, list[tuple[str, TestCase | None]]] = {}  # suite -> (source, test) per position
-    distinct: dict[str, dict[str, TestCase]] = {}  # question -> source -> test
-    problems: dict[str, Problem] = {}
-    for key, (problem, sources) in suites.items():
-        parsed, _ = parse_suite(problem, list(sources)[:requested])
-        problems[problem.task_id] = problem
-        seen, row = set(), []
-        for src, test in zip(list(sources)[:requested], parsed):
-            if test is not None:
-                call = call_key(test)
-                if call in seen:
-                    test = DUPLICATE  # a marker: its position is a duplicate call
-                else:
-                    seen.add(call)
-                    distinct.setdefault(problem.task_id, {}).setdefault(src.strip(), test)
-            row.append((src.strip(), test))
-        positions[key] = row
-    checks = check_suites(executor, {task: (problems[task], list(tests.values())) for task, tests in distinct.items()},
-                          memory_mb=memory_mb, recheck_outputs=True)
-    verdicts: dict[tuple[str, str], tuple[str, TestCase | None, str, float]] = {}
-    for task, tests in distinct.items():
-        check = checks[task]
-        for i, (src, test) in enumerate(tests.items()):
-            if i in check.nondeterministic:
-                verdicts[(task, src)] = (NONDETERMINISTIC, None, "", 0.0)
-            elif check.valid[i]:
-                verdicts[(task, src)] = (VALID, check.tests[i], test.source or src, check.times[i])
-            elif check.reference is not None and check.usable().get(i) in check.reference.values:
-                fixed = corrected(test, check.reference_value(i), problems[task].entry_point)  # it ran: a wrong answer
-                verdicts[(task, src)] = (WRONG, *(fixed or (None, "")), check.times[i])
-            else:
-                verdicts[(task, src)] = (ERROR, None, "", 0.0)
-    out = {}
-    for key, row in positions.items():
-        task = suites[key][0].task_id
-        suite = ValidatedSuite([], [], [], [])
-        for src, test in row:
-            if test is DUPLICATE or test is None:
-                suite.status.append(DUPLICATE if test is DUPLICATE else UNPARSED)
-                continue
-            status, kept, kept_source, took = verdicts[(task, src)]
-            suite.status.append(status)
-            if kept is not None:
-                suite.kept.append(kept)
-                suite.kept_sources.append(kept_source)
-                suite.kept_times.append(took)
-        suite.status += [MISSING] * (requested - len(suite.status))
-        out[key] = suite
-    return out

@@ -7,9 +7,9 @@ mutants of it (harness.mutation); each suite is generated-looking: the question'
 asserts, rotated per suite, with a wrong answer in every fourth, a repeated call and, in
 every third suite, an assert cut off mid-line. The three phases Code-A1 runs per step are
 timed as the trainer runs them: validation of every suite on the references
-(harness.validity.validate_for_training), every program against its suites' kept tests and
-the book (trainers.rollouts.run_codes), and the rewards, advantages and TopVar
-(harness.rewards). Then the executor's raw throughput on the same machine: the same number
+(trainers.method.validation), every program against its suites' kept tests and the book
+(trainers.method.layout and rollouts.run_codes), and the rewards, advantages and TopVar
+(trainers.method.rewards). Then the executor's raw throughput on the same machine: the same number
 of programs, each a one-line function against as many trivial tests.
 
     python scripts/bench_train_step.py [--data ../shared/data/kodcode] [--questions 256] [--workers 2]
@@ -26,9 +26,11 @@ from codea1.harness.execution import run_jobs
 from codea1.harness.mutation import generate_mutants
 from codea1.harness.plugin_manager import load_plugins
 from codea1.harness.records import ExecJob
-from codea1.harness.rewards import SuiteResult, candidate_rewards, topvar
-from codea1.harness.validity import SECOND_SEED, VALID, validate_for_training
-from codea1.trainers.rollouts import advantages_by_group, parsed_book, replace_id, run_codes
+from codea1.harness.validity import SECOND_SEED
+from codea1.trainers.method.layout import SuiteLayout, book_tests
+from codea1.trainers.method.rewards import advantages_by_group, candidate_rewards, topvar
+from codea1.trainers.method.rollouts import run_codes
+from codea1.trainers.method.validation import VALID, validate_for_training
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -89,20 +91,9 @@ def main() -> None:
         t_valid = time.perf_counter() - t0
 
         t0 = time.perf_counter()
-        runs, spans = {}, {}
-        for (qi, mi), code in codes.items():
-            tests, limits, layout = [], [], []
-            for ni in range(N):
-                v = validated[f"{qi}/{mi}/{ni}"]
-                layout.append((len(tests), len(tests) + len(v.kept)))
-                tests += [replace_id(t, f"s{ni}/{j}") for j, t in enumerate(v.kept)]
-                limits += [max(1.0, 4 * x) for x in v.kept_times]
-            book = parsed_book(questions[qi], books[qi])
-            layout.append((len(tests), len(tests) + len(book)))
-            tests += book
-            limits += [2.0] * len(book)
-            runs[(qi, mi)] = (questions[qi], code, tests, limits)
-            spans[(qi, mi)] = layout
+        layouts = {(qi, mi): SuiteLayout([validated[f"{qi}/{mi}/{ni}"] for ni in range(N)],
+                                         book_tests(questions[qi], books[qi])) for qi, mi in codes}
+        runs = {key: (questions[key[0]], code, layouts[key].tests, layouts[key].limits) for key, code in codes.items()}
         results = run_codes(executor, runs, bench, 10.0)
         t_exec = time.perf_counter() - t0
 
@@ -111,17 +102,8 @@ def main() -> None:
         for qi in range(len(questions)):
             row, suite_rewards = [], []
             for mi in range(M):
-                r = results[(qi, mi)]
-                *layout, (b0, b1) = spans[(qi, mi)]
-                suite_results = []
-                for ni, (s0, s1) in enumerate(layout):
-                    v = validated[f"{qi}/{mi}/{ni}"]
-                    passed, failed, not_run = r.counts(s0, s1)
-                    book_passed, _, book_not_run = r.counts(b0, b1)
-                    suite_results.append(SuiteResult(K, v.count(VALID), len(v.kept) - v.count(VALID), passed, failed,
-                                                     book_passed, b1 - b0, r.loads, kept_not_run=not_run,
-                                                     book_not_run=book_not_run))
-                rewards = candidate_rewards(suite_results)
+                layout = layouts[(qi, mi)]
+                rewards = candidate_rewards(layout.suite_results(layout.read(results[(qi, mi)]), K, [""] * N))
                 row.append(rewards.code)
                 suite_rewards.append(rewards.tests)
             code_rewards.append(row)

@@ -16,20 +16,12 @@ own process are left out of the reward and counted in the step log as
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 from codea1.harness.hookspecs import hookimpl
 from codea1.harness.training import Trainer
-from codea1.trainers.rollouts import (
-    GoldenTests,
-    advantages_by_group,
-    mean,
-    program,
-    prompt_messages,
-    run_codes,
-    update_stats,
-)
+from codea1.trainers.method.rewards import advantages_by_group
+from codea1.trainers.method.rollouts import GoldenTests, mean, program, prompt_messages, run_codes, update_stats
 
 
 @dataclass
@@ -59,39 +51,30 @@ class GoldenTestsTrainer(Trainer):
     def step(self, step, questions):
         o, ctx = self.options, self.context
         bench, executor, policy = ctx.run.bench, ctx.run.executor, ctx.policies["code"]
-        timing = {}
 
-        t0 = time.perf_counter()
-        ctx.phase("generate code")
-        rollouts = policy.generate([prompt_messages("code", q) for q in questions], o.m, ctx.sampling["code"],
-                                   ctx.seed_for(step, "code"))
-        timing["generate_s"] = time.perf_counter() - t0
-
-        t0 = time.perf_counter()
-        ctx.phase("execute")
-        golden = self.golden.of(questions)
-        runs = {(qi, mi): (q, program(q, sample.text), *golden[q.task_id])
-                for qi, (q, samples) in enumerate(zip(questions, rollouts)) for mi, sample in enumerate(samples)}
-        results = run_codes(executor, runs, bench, o.code_timeout)
-        timing["execute_s"] = time.perf_counter() - t0
-
-        ctx.phase("update")
-        t0 = time.perf_counter()
-        rewards = [[mean(results[(qi, mi)].passes) for mi in range(o.m)] for qi in range(len(questions))]
-        errors = [any(results[(qi, mi)].sandbox_error for mi in range(o.m)) for qi in range(len(questions))]
-        grouped = advantages_by_group(rewards, errors)
-        samples = [s for row in rollouts for s in row]
-        flat_rewards = [r for row in rewards for r in row]
-        stats = policy.update(samples, flat_rewards, grouped.advantages)
-        timing["update_s"] = time.perf_counter() - t0
+        with ctx.phase("generate code", "generate_s"):  # M programs per question
+            rollouts = policy.generate([prompt_messages("code", q) for q in questions], o.m, ctx.sampling["code"],
+                                       ctx.seed_for(step, "code"))
+        with ctx.phase("execute", "execute_s"):  # each against its question's golden tests, one batch
+            golden = self.golden.of(questions)
+            runs = {(qi, mi): (q, program(q, sample.text), *golden[q.task_id])
+                    for qi, (q, samples) in enumerate(zip(questions, rollouts)) for mi, sample in enumerate(samples)}
+            results = run_codes(executor, runs, bench, o.code_timeout)
+        with ctx.phase("update", "update_s"):  # reward: the share of golden tests passed; a group per question
+            rewards = [[mean(results[(qi, mi)].passes) for mi in range(o.m)] for qi in range(len(questions))]
+            errors = [any(results[(qi, mi)].sandbox_error for mi in range(o.m)) for qi in range(len(questions))]
+            grouped = advantages_by_group(rewards, errors)
+            samples = [s for row in rollouts for s in row]
+            flat_rewards = [r for row in rewards for r in row]
+            stats = policy.update(samples, flat_rewards, grouped.advantages)
         return {"questions": [q.task_id for q in questions], "reward_code": mean(flat_rewards),
                 "pass_rate_golden": mean(flat_rewards),
                 "solved": sum(r == 1.0 for r in flat_rewards), "programs": len(flat_rewards),
                 "loads": sum(r.loads for r in results.values()),
                 "golden_in_process_left_out": sum(self.golden.left_out[q.task_id] for q in questions),
                 "zero_variance_groups": grouped.zero_variance_groups, "sandbox_error_groups": grouped.sandbox_error_groups,
-                "advantage_abs_mean": mean([abs(a) for a in grouped.advantages]),
-                **update_stats("code", stats), "timing": {k: round(v, 3) for k, v in timing.items()}}
+                "advantage_abs_mean": mean([abs(a) for a in grouped.advantages]), **update_stats("code", stats)}
+
 
 @hookimpl
 def codea1_register_trainers(registry):

@@ -22,7 +22,6 @@ cross-entropy of the targets).
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 from codea1.harness.execution import run_jobs
@@ -32,7 +31,7 @@ from codea1.harness.judge import judge
 from codea1.harness.prompts import PromptError, get_prompt
 from codea1.harness.records import PASS, ExecJob
 from codea1.harness.training import Trainer
-from codea1.trainers.rollouts import prompt_messages, update_stats
+from codea1.trainers.method.rollouts import prompt_messages, update_stats
 
 
 @dataclass
@@ -77,17 +76,13 @@ class SFTTrainer(Trainer):
 
     def step(self, step, questions):
         o, ctx = self.options, self.context
-        t0 = time.perf_counter()
-        ctx.phase("pairs")
-        pairs = self.pairs(questions)
-        pairs_s = time.perf_counter() - t0
+        with ctx.phase("pairs", "pairs_s"):
+            pairs = self.pairs(questions)
         if not pairs:
-            return {"questions": [q.task_id for q in questions], "pairs": 0, "timing": {"pairs_s": round(pairs_s, 3)}}
-        ctx.phase("update")
-        t0 = time.perf_counter()
-        stats = ctx.policies[o.role].supervised([p for p, _ in pairs], [t for _, t in pairs])
-        return {"questions": [q.task_id for q in questions], "pairs": len(pairs), **update_stats(o.role, stats),
-                "timing": {"pairs_s": round(pairs_s, 3), "update_s": round(time.perf_counter() - t0, 3)}}
+            return {"questions": [q.task_id for q in questions], "pairs": 0}
+        with ctx.phase("update", "update_s"):
+            stats = ctx.policies[o.role].supervised([p for p, _ in pairs], [t for _, t in pairs])
+        return {"questions": [q.task_id for q in questions], "pairs": len(pairs), **update_stats(o.role, stats)}
 
     def pairs(self, questions) -> list[tuple[list[dict[str, str]], str]]:
         o = self.options

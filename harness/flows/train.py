@@ -351,21 +351,22 @@ def train(plugins, cfg: TrainConfig) -> dict[str, Any]:
         t0 = time.perf_counter()
         with step_bar(train_settings["steps"], first, cfg.progress) as bar, \
                 StepMirror(train_settings["log_to"], out, settings) as mirror:
-            context.phase = lambda name: bar.set_postfix_str(name, refresh=True)
+            context.show_phase = lambda name: bar.set_postfix_str(name, refresh=True)
             for step in range(first, train_settings["steps"]):
                 # the trainer gets the 0-based index (its seeds); every file and figure counts from 1
-                row = {"step": step + 1, **trainer.step(step, questions_for(run, train_settings, step))}
+                row = {"step": step + 1, **trainer.step(step, questions_for(run, train_settings, step)),
+                       "timing": context.step_timing()}
                 if train_settings["eval_every"] and (step + 1) % train_settings["eval_every"] == 0:
-                    context.phase("evaluate")
+                    context.show_phase("evaluate")
                     row["evaluation"] = evaluate_policies(plugins, run, context, settings["evaluation"], out, step)
                 run.store.append_row(row)
                 mirror.log(row)
                 rows.append(row)
                 if (step + 1) % train_settings["checkpoint_every"] == 0 or step + 1 == train_settings["steps"]:
-                    context.phase("checkpoint")
+                    context.show_phase("checkpoint")
                     checkpoint(context, trainer, out, step + 1)
                 bar.update(1)
-        context.phase("export")
+        context.show_phase("export")
         exported = {role: str(out / "export" / role) for role in context.policies}
         for role, policy in context.policies.items():
             policy.export(exported[role])

@@ -24,7 +24,7 @@ from codea1.harness.asserts import parse_assert
 from codea1.harness.execution import run_jobs
 from codea1.harness.judge import judge
 from codea1.harness.records import ExecJob, Problem
-from codea1.harness.validity import VALID, WRONG, validate_for_training
+from codea1.trainers.method.validation import VALID, WRONG, validate_for_training
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from codea1.harness.execution import run_jobs
 from codea1.harness.records import ExecJob, Problem, TestCase
-from codea1.harness.validity import NONDETERMINISTIC, VALID, candidate_time_limits, check_suites, validate_for_training
+from codea1.harness.validity import candidate_time_limits, check_suites
+from codea1.trainers.method.validation import NONDETERMINISTIC, VALID, validate_for_training
 
 REFERENCE = """import os, random, time
 

@@ -21,7 +21,7 @@ from codea1.harness.judge import judge
 from codea1.harness.records import EXPECTED_SANDBOX_ERROR, ExecJob, Problem, TestCase
 from codea1.harness.reference import run_references
 from codea1.harness.validity import check_suites
-from codea1.trainers.rollouts import GoldenTests
+from codea1.trainers.method.rollouts import GoldenTests
 
 # A ULT_Lite-form task (ULT's loader parses asserts outside the paper's form as before, so an
 # expected side that is not data stays an expression; its prelude imports math).

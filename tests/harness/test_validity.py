@@ -1,20 +1,12 @@
 """The validity stage shared by evaluate-tests and training: positions kept, reasons given,
 the reference's own outputs available for correcting a wrong expected value, and asserts
-that wrap a generator-returning call judged valid."""
+that wrap a generator-returning call judged valid. Training's own validation:
+tests/trainers/method/test_validation.py."""
 
 from __future__ import annotations
 
 from codea1.harness.records import Problem
-from codea1.harness.validity import (
-    DUPLICATE,
-    ERROR,
-    MISSING,
-    UNPARSED,
-    VALID,
-    WRONG,
-    check_suites,
-    validate_for_training,
-)
+from codea1.harness.validity import check_suites
 
 REFERENCE = "def squares(n):\n    for i in range(n):\n        yield i * i\n"
 PROBLEM = Problem(task_id="gen/0", prompt="", entry_point="squares", reference=REFERENCE)
@@ -42,37 +34,3 @@ def test_positions_reasons_and_reference_values(executor):
 def test_a_suite_with_nothing_usable_runs_nothing(executor):
     checks = check_suites(executor, {"x": (PROBLEM, ["not an assert", "assert squares(1 =="])})
     assert checks["x"].valid == [False, False] and checks["x"].reference is None
-
-
-def test_training_validation_classifies_corrects_and_keeps(executor):
-    """The paper's Step 3 on a hand-written suite of K=8 (7 written, 1 missing)."""
-    problem = Problem(task_id="sq", prompt="", entry_point="sq", reference="def sq(x):\n    return x * x\n")
-    suite = ["assert sq(2) == 4",          # valid
-             "assert sq(3) == 10",         # wrong answer: corrected to 9 and kept
-             "assert sq(2) == 5",          # the same call as test 0: duplicate
-             "assert sq('a') == 1",        # raises on the reference
-             "assert sq(4) >= 16",         # not the paper's form (an operator other than ==)
-             "assert sq(",                 # does not parse
-             "assert 25 == sq(5)"]         # valid: the mirrored form
-    out = validate_for_training(executor, {"s": (problem, suite)}, requested=8)["s"]
-    assert out.status == [VALID, WRONG, DUPLICATE, ERROR, UNPARSED, UNPARSED, VALID, MISSING]
-    assert out.kept_sources == ["assert sq(2) == 4", "assert sq(3) == 9", "assert 25 == sq(5)"]
-    assert [t.op for t in out.kept] == ["==", "==", "=="] and out.kept[1].expected == 9
-    assert out.count(VALID) == 2 and out.count(WRONG) == 1
-
-
-def test_an_answer_without_a_literal_form_is_dropped_not_corrected(executor):
-    problem = Problem(task_id="nan", prompt="", entry_point="f", reference="def f(x):\n    return float('nan')\n")
-    out = validate_for_training(executor, {"s": (problem, ["assert f(1) == 0.0"])}, requested=1)["s"]
-    assert out.status == [WRONG] and out.kept == []
-
-
-def test_a_wrong_answer_of_a_wrapped_data_test_is_corrected_in_its_own_words(executor):
-    out = validate_for_training(executor, {"s": (PROBLEM, ["assert 5 == len(list(squares(4)))",
-                                                           "assert sorted(squares(3), reverse=True) == [4, 1, 0]"])},
-                                requested=2)["s"]
-    assert out.status == [WRONG, VALID]
-    assert out.kept_sources == ["assert len(list(squares(4))) == 4",
-                                "assert sorted(squares(3), reverse=True) == [4, 1, 0]"]
-    assert (out.kept[0].args, out.kept[0].wrap, out.kept[0].expected) == (
-        [4], [["call", "list", [], {}], ["call", "len", [], {}]], 4)

@@ -99,7 +99,7 @@ def test_values_passed_back_to_the_program_are_its_own(executor):
 def test_a_job_can_stop_at_its_first_timeout_without_failing_fast(executor):
     """fail_fast off, stop_on_timeout on (the trainers' mode): a failed test does not stop the
     job, a timeout does, and the tests after it count as not run (the trainers continue such
-    a job themselves: trainers.rollouts.run_codes)."""
+    a job themselves: trainers.method.rollouts.run_codes)."""
     from codea1.harness.asserts import parse_asserts
     from codea1.harness.execution import run_jobs
     from codea1.harness.judge import judge

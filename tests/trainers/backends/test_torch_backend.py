@@ -178,7 +178,7 @@ def scripted_reward(sample, limit: int) -> float:
 def test_learning_check_raises_a_scripted_reward(plugins, tiny_model):
     """GRPO on a reward the model can learn: the mean reward of the last steps is well above
     the first steps', on a fixed seed (so the same curve every run)."""
-    from codea1.harness.rewards import group_advantages
+    from codea1.trainers.method.rewards import group_advantages
 
     b = backend(plugins, tiny_model, lr=1e-2, kl_coef=0.0, micro_batch_size=8)
     target = len(b.tokenizer) // 2

@@ -6,7 +6,8 @@ per candidate code that loads (the paper's "valid candidate"): each kept generat
 failed gets +1 (entering the book with 1), each book test it passed gets -1, and a test at
 0 leaves the book. A test failed in several of one candidate's suites counts once for that
 candidate. Saved atomically as JSON after every step; ``codea1 mistake-book show FILE``
-prints one.
+prints one. ``record`` takes one program's results as the trainers read them back
+(``layout.ProgramResult``).
 
 File format: {"version": 1, "questions": {question_id: [{"test": assert, "frequency": n},
 ...]}}, each list in book order (the order tests entered).
@@ -18,7 +19,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Protocol
 
 from codea1.harness.errors import Codea1Error
 
@@ -38,6 +39,15 @@ class Change:
     incremented: list[str] = field(default_factory=list)
     decremented: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
+
+
+class ProgramStatuses(Protocol):
+    """What ``MistakeBook.record`` reads of one program's results."""
+
+    loads: bool
+    sandbox_error: str | None
+    new_statuses: list[tuple[str, str]]  # (source, status) of each generated test it ran
+    book_statuses: list[tuple[str, str]]  # (source, status) of each book test it ran
 
 
 class MistakeBook:
@@ -84,6 +94,13 @@ class MistakeBook:
         all: neither adds nor removes."""
         return self.update(question, [src for src, status in new if status == "fail"],
                            [src for src, status in book if status == "pass"])
+
+    def record(self, question: str, result: ProgramStatuses) -> Change:
+        """One program's results: a program that does not load (no "valid candidate") or
+        whose sandbox failed (no verdict) changes nothing; otherwise ``update_from_statuses``."""
+        if not result.loads or result.sandbox_error:
+            return Change()
+        return self.update_from_statuses(question, result.new_statuses, result.book_statuses)
 
     def size(self) -> int:
         return sum(len(t) for t in self.questions.values())

@@ -1,7 +1,8 @@
 """The pure math of training: rewards, group advantages and TopVar, no I/O.
 
 Everything here takes counts and pass/fail lists that the trainers compute from executor
-verdicts, and returns numbers; tests hit each function with hand-worked examples.
+verdicts, and returns numbers; tests (tests/trainers/method/test_rewards.py) hit each
+function with hand-worked examples.
 
 One test suite (N per candidate code, K asserts each) is summarised by a ``SuiteResult``:
 how its K requested asserts fared on the reference (validity) and how the candidate it
@@ -231,3 +232,29 @@ def population_std(values: Sequence[float]) -> float:
         return 0.0
     mean = sum(values) / len(values)
     return math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
+
+
+@dataclass
+class Grouped:
+    """Advantages of one policy's samples, group by group, with what the step log counts."""
+
+    advantages: list[float]
+    zero_variance_groups: int = 0
+    sandbox_error_groups: int = 0
+    groups: int = 0
+
+
+def advantages_by_group(rewards: Sequence[Sequence[float]], sandbox_errors: Sequence[bool] | None = None) -> Grouped:
+    """GRPO advantages within each group, flattened in order. A group with a sandbox error
+    gets zero advantages (its rewards are not what the policy earned) and is counted."""
+    out = Grouped([])
+    for i, group in enumerate(rewards):
+        out.groups += 1
+        if sandbox_errors is not None and sandbox_errors[i]:
+            out.sandbox_error_groups += 1
+            out.advantages += [0.0] * len(group)
+            continue
+        adv, flat = group_advantages(group)
+        out.zero_variance_groups += flat
+        out.advantages += adv
+    return out

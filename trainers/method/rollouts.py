@@ -1,7 +1,6 @@
-"""What the trainers share: prompts for a question, programs from code responses, one
-executor batch for any number of (code, tests) pairs, and advantages per group.
-
-A helper module of the trainers folder (no hooks): trainers import it, nothing else does.
+"""Rollouts and their execution: the chat prompt for a question, programs from code
+responses, one executor batch for any number of (program, tests) pairs with the
+continuations after a timeout, and the golden tests prepared once per question.
 """
 
 from __future__ import annotations
@@ -11,7 +10,6 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any, Hashable, Mapping, Sequence
 
-from codea1.harness.asserts import AssertParseError, parse_assert
 from codea1.harness.execution import DEFAULT_TIME_FACTOR, run_jobs
 from codea1.harness.expected import settle_expected_sources
 from codea1.harness.judge import judge
@@ -19,34 +17,6 @@ from codea1.harness.parsing import program_from_response
 from codea1.harness.prompts import get_prompt, question_text
 from codea1.harness.records import ERROR, SANDBOX_ERROR, ExecJob, Problem, TestCase
 from codea1.harness.reference import run_references
-from codea1.harness.rewards import VARIANTS, group_advantages
-
-
-@dataclass
-class AdversarialOptions:
-    """The options code-a1 and self-play share: M programs and N suites of K asserts per
-    question, the reward (alpha, variant, non-printable penalty), the Mistake Book and the
-    time budget of a program."""
-
-    m: int = 8
-    n: int = 8
-    k: int = 8
-    alpha: float = 0.5
-    reward_variant: str = "authors"
-    nonprintable_penalty: bool = True
-    mistake_book: bool = True
-    book_top: int = 8
-    code_timeout: float = 10.0
-
-    def __post_init__(self):
-        if min(self.m, self.n, self.k, self.book_top) < 1:
-            raise ValueError("m, n, k and book_top must be at least 1")
-        if not 0.0 <= self.alpha <= 1.0:
-            raise ValueError(f"alpha must lie in [0, 1], not {self.alpha}")
-        if self.reward_variant not in VARIANTS:
-            raise ValueError(f"reward_variant must be one of {', '.join(VARIANTS)}, not {self.reward_variant!r}")
-        if self.code_timeout <= 0:
-            raise ValueError("code_timeout must be positive")
 
 
 def prompt_messages(name: str, problem: Problem, k: int = 8, code: str = "") -> list[dict[str, str]]:
@@ -178,32 +148,6 @@ def limits_for(tests: Sequence[TestCase], times: Mapping[str, float], floor: flo
     return [max(floor, factor * times.get(t.id, 0.0)) for t in tests]
 
 
-@dataclass
-class Grouped:
-    """Advantages of one policy's samples, group by group, with what the step log counts."""
-
-    advantages: list[float]
-    zero_variance_groups: int = 0
-    sandbox_error_groups: int = 0
-    groups: int = 0
-
-
-def advantages_by_group(rewards: Sequence[Sequence[float]], sandbox_errors: Sequence[bool] | None = None) -> Grouped:
-    """GRPO advantages within each group, flattened in order. A group with a sandbox error
-    gets zero advantages (its rewards are not what the policy earned) and is counted."""
-    out = Grouped([])
-    for i, group in enumerate(rewards):
-        out.groups += 1
-        if sandbox_errors is not None and sandbox_errors[i]:
-            out.sandbox_error_groups += 1
-            out.advantages += [0.0] * len(group)
-            continue
-        adv, flat = group_advantages(group)
-        out.zero_variance_groups += flat
-        out.advantages += adv
-    return out
-
-
 def mean(values: Sequence[float]) -> float:
     return sum(values) / len(values) if values else 0.0
 
@@ -250,15 +194,3 @@ class GoldenTests:
             self.prepared[q.task_id] = (tests, bench.time_limits(dataclasses.replace(q, tests=tests),
                                                                  [ref.times[i] for i in keep]))
         return {q.task_id: self.prepared[q.task_id] for q in questions}
-
-
-def parsed_book(question, sources: list[str]) -> list:
-    """The Mistake Book's tests for a question as call tests (ids book/i); a stored test that
-    no longer parses is skipped."""
-    out = []
-    for i, src in enumerate(sources):
-        try:
-            out.append(parse_assert(src, question.entry_point, f"book/{i}"))
-        except AssertParseError:
-            continue
-    return out

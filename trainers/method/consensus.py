@@ -13,7 +13,7 @@ answer; a test whose assertion does not hold is corrected to ``== consensus`` an
 unparseable assert are dropped. Every program runs the calls twice, the second time under
 another hash seed and random state (``validity.SECOND_SEED``): a call whose output on some
 candidate differs between the two runs is "nondeterministic" and dropped. The returned suites have the shape
-``harness.validity.validate_for_training`` returns, so the trainer does not care which ran.
+``validation.validate_for_training`` returns, so the trainer does not care which ran.
 """
 
 from __future__ import annotations
@@ -27,19 +27,18 @@ from codea1.harness import plaindata
 from codea1.harness.execution import run_jobs
 from codea1.harness.judge import Checker
 from codea1.harness.records import ExecJob, Problem, TestCase
-from codea1.harness.validity import (
+from codea1.harness.validity import SECOND_SEED, parse_suite
+from codea1.trainers.method.validation import (
     DUPLICATE,
     ERROR,
     MISSING,
     NONDETERMINISTIC,
-    SECOND_SEED,
     UNPARSED,
     VALID,
     WRONG,
     ValidatedSuite,
     call_key,
     corrected,
-    parse_suite,
 )
 
 

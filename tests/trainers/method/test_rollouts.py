@@ -5,7 +5,7 @@ program's budget does not reach are not_run. Real zygotes."""
 from __future__ import annotations
 
 from codea1.harness.records import Problem, TestCase
-from codea1.trainers.rollouts import CodeRun, run_codes
+from codea1.trainers.method.rollouts import CodeRun, run_codes
 
 PROBLEM = Problem(task_id="slow", prompt="", entry_point="f", reference="")
 # Hangs on 0; right (x + 1) on every other input but 5, where it is wrong.
@@ -66,7 +66,7 @@ def test_golden_tests_leave_tests_judged_in_process_out_of_rewards_unless_allowe
     from types import SimpleNamespace
 
     from codea1.benchmarks.kodcode import golden_tests
-    from codea1.trainers.rollouts import GoldenTests
+    from codea1.trainers.method.rollouts import GoldenTests
 
     script = ("from solution import scale\n\n\ndef test_scale():\n    assert scale([1, 2], 2) == [2, 4]\n\n\n"
               "def test_scale_differs():\n    xs = [1, 2]\n    assert scale(xs, 3) != xs\n")

@@ -4,8 +4,8 @@ answer, no answer without a strict majority of at least two, corrections and dro
 from __future__ import annotations
 
 from codea1.harness.records import Problem
-from codea1.harness.validity import DUPLICATE, ERROR, MISSING, UNPARSED, VALID, WRONG
-from codea1.trainers.consensus import consensus_answers, validate_by_consensus
+from codea1.trainers.method.consensus import consensus_answers, validate_by_consensus
+from codea1.trainers.method.validation import DUPLICATE, ERROR, MISSING, UNPARSED, VALID, WRONG
 
 
 def test_the_majority_answer_rule():
@@ -36,7 +36,7 @@ def test_suites_validated_by_the_candidates_votes(executor, plugins):
 
 def test_a_call_whose_output_changes_between_runs_is_dropped(executor, plugins):
     """The candidates agree within one run (same seed), not across two: nondeterministic."""
-    from codea1.harness.validity import NONDETERMINISTIC
+    from codea1.trainers.method.validation import NONDETERMINISTIC
 
     problem = Problem(task_id="r", prompt="", entry_point="r", reference="")
     programs = ["import random\ndef r(x):\n    return random.randrange(1000) if x else 7\n"] * 3

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from codea1.harness.mistake_book import MistakeBook, MistakeBookError
+from codea1.trainers.method.mistake_book import MistakeBook, MistakeBookError
 
 A, B, C = "assert f(1) == 1", "assert f(2) == 4", "assert f(3) == 9"
 

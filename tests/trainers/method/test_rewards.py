@@ -1,4 +1,4 @@
-"""Training rewards, advantages and TopVar on hand-worked examples (harness/rewards.py)."""
+"""Training rewards, advantages and TopVar on hand-worked examples (trainers/method/rewards.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from codea1.harness.rewards import SuiteResult, candidate_rewards, group_advantages, nonprintable_ratio, topvar
+from codea1.trainers.method.rewards import SuiteResult, candidate_rewards, group_advantages, nonprintable_ratio, topvar
 
 
 def suite(valid, corrected=0, passed=0, failed=0, book_passed=0, book_total=0, k=8, loads=True, response=""):

@@ -1,0 +1,110 @@
+"""One program's tests in a training step, and its results read back part by part.
+
+A program runs, in one job, the kept tests of the suites it faces (Code-A1: its own N
+suites; Self-Play: its question's N suites), then its question's Mistake Book tests, then
+the golden tests (Code-A1 logs their pass rate; they are never rewarded). ``SuiteLayout``
+builds that list with each test's time limit and remembers where each part lies;
+``read`` slices the program's statuses back into a ``ProgramResult``: the suites' counts
+(the rewards), the book's (the rewards and the book's update) and the golden passes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Sequence
+
+from codea1.harness.asserts import AssertParseError, parse_assert
+from codea1.harness.records import TestCase
+from codea1.trainers.method.rewards import SuiteResult
+from codea1.trainers.method.rollouts import CodeRun, limits_for
+from codea1.trainers.method.validation import VALID, ValidatedSuite
+
+BOOK_TIME_LIMIT = 2.0  # seconds per Mistake Book test: the book keeps no reference times
+
+
+def book_tests(question, sources: Sequence[str]) -> list[tuple[str, TestCase]]:
+    """The Mistake Book's tests for a question as (source, call test) pairs (ids book/i); a
+    stored test that no longer parses is skipped."""
+    out = []
+    for i, src in enumerate(sources):
+        try:
+            out.append((src, parse_assert(src, question.entry_point, f"book/{i}")))
+        except AssertParseError:
+            continue
+    return out
+
+
+@dataclass
+class ProgramResult:
+    """One program's statuses (pass | fail | timeout | not_run) read back part by part."""
+
+    loads: bool
+    sandbox_error: str | None
+    suites: list[tuple[int, int, int]]  # per suite: (passed, failed, not run) of its kept tests
+    book: tuple[int, int, int]  # the same on the Mistake Book's tests
+    book_total: int
+    golden_passes: list[bool]
+    new_statuses: list[tuple[str, str]]  # (source, status) of every kept test, suite by suite
+    book_statuses: list[tuple[str, str]]  # (source, status) of every book test
+
+    @property
+    def golden_pass_rate(self) -> float:
+        return sum(self.golden_passes) / len(self.golden_passes) if self.golden_passes else 0.0
+
+    @property
+    def book_pass_rate(self) -> float | None:
+        """Passed / book tests that ran; None when none ran."""
+        passed, _, not_run = self.book
+        ran = self.book_total - not_run
+        return passed / ran if ran > 0 else None
+
+
+class SuiteLayout:
+    """The tests one program runs: ``suites``' kept tests (ids s{n}/{j}, limit max(1 s, 4 x
+    the reference's time)), then ``book`` ((source, test) pairs, BOOK_TIME_LIMIT each),
+    then ``golden`` (tests and their limits)."""
+
+    def __init__(self, suites: Sequence[ValidatedSuite], book: Sequence[tuple[str, TestCase]] = (),
+                 golden: tuple[Sequence[TestCase], Sequence[float]] = ((), ())):
+        self.validated = list(suites)
+        self.book_sources = [src for src, _ in book]
+        self.tests: list[TestCase] = []
+        self.limits: list[float] = []
+        self.spans = [self._add([dataclasses.replace(t, id=f"s{ni}/{j}") for j, t in enumerate(v.kept)],
+                                [max(1.0, 4 * t) for t in v.kept_times]) for ni, v in enumerate(self.validated)]
+        book_list = [t for _, t in book]
+        self.book_span = self._add(book_list, limits_for(book_list, {}, floor=BOOK_TIME_LIMIT))
+        self.golden_span = self._add(list(golden[0]), list(golden[1]))
+
+    def _add(self, tests: list[TestCase], limits: list[float]) -> tuple[int, int]:
+        start = len(self.tests)
+        self.tests += tests
+        self.limits += limits
+        return start, len(self.tests)
+
+    @property
+    def golden_seconds(self) -> float:
+        """The golden tests' own time: a program's budget covers its generated and book
+        tests (the paper's 10 s); the golden tests, logged and never rewarded, get theirs on top."""
+        return sum(self.limits[slice(*self.golden_span)])
+
+    def read(self, run: CodeRun) -> ProgramResult:
+        b0, b1 = self.book_span
+        statuses = run.statuses
+        return ProgramResult(
+            loads=run.loads, sandbox_error=run.sandbox_error, suites=[run.counts(s0, s1) for s0, s1 in self.spans],
+            book=run.counts(b0, b1), book_total=b1 - b0, golden_passes=run.passes[slice(*self.golden_span)],
+            new_statuses=[(src, statuses[s0 + j]) for v, (s0, _) in zip(self.validated, self.spans)
+                          for j, src in enumerate(v.kept_sources)],
+            book_statuses=list(zip(self.book_sources, statuses[b0:b1])))
+
+    def suite_results(self, result: ProgramResult, requested: int, responses: Sequence[str]) -> list[SuiteResult]:
+        """The rewards' view of each suite against this program (``responses``: the test
+        writer's text of each suite, for the non-printable penalty)."""
+        book_passed, _, book_not_run = result.book
+        return [SuiteResult(requested=requested, valid=v.count(VALID), corrected=len(v.kept) - v.count(VALID),
+                            kept_passed=passed, kept_failed=failed, kept_not_run=not_run, book_passed=book_passed,
+                            book_total=result.book_total, book_not_run=book_not_run, code_loads=result.loads,
+                            response=response)
+                for v, (passed, failed, not_run), response in zip(self.validated, result.suites, responses)]
