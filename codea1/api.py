@@ -9,7 +9,7 @@ documented in ``codea1.harness.hookspecs`` and docs/plugins.md.
 
 from codea1.harness.asserts import AssertParseError, parse_assert, parse_asserts
 from codea1.harness.benchmark import Benchmark, BenchmarkError, BenchmarkOptions
-from codea1.harness.cli import Command
+from codea1.harness.command import Command
 from codea1.harness.errors import Codea1Error, ConfigError
 from codea1.harness.execution import EarlyStop, Executor, ExecutorUnavailable, run_jobs
 from codea1.harness.formulas import MetricValue

@@ -1,9 +1,10 @@
 """The ``codea1`` command line: a skeleton that dispatches to registered commands.
 
-Every subcommand, built-in or a plugin's, is a ``Command`` subclass registered through
-``codea1_register_commands`` (the built-ins in ``codea1.harness.commands``). The skeleton
-reads ``--plugin`` first (plugin files may add commands), loads the plugins, builds one
-argparse subparser per command and runs the chosen one: no list of command names here.
+Every subcommand, built-in or a plugin's, is a ``Command`` subclass (``codea1.harness.command``)
+registered through ``codea1_register_commands`` (the built-ins: one module each in
+``codea1.harness.commands``). The skeleton reads ``--plugin`` first (plugin files may add
+commands), loads the plugins, builds one argparse subparser per command and runs the chosen
+one: no list of command names here.
 
 Errors: a ``Codea1Error`` (bad input, a missing tool) prints one line and exits 2
 (``--debug`` adds the traceback); anything else is a bug and shows its traceback.
@@ -16,30 +17,11 @@ import os
 import shlex
 import sys
 import traceback
-from typing import Any, Sequence
+from typing import Sequence
 
 import codea1
 from codea1.harness.errors import Codea1Error
-
-
-class Command:
-    """A ``codea1`` subcommand. Subclasses set ``name`` and ``description`` (one line, shown
-    by ``codea1 --help``) and implement ``add_arguments`` and ``run``."""
-
-    name = ""
-    description = ""
-
-    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        """Declare this command's flags on its own subparser."""
-
-    def run(self, plugins: Any, args: argparse.Namespace) -> int:
-        """Do the work; return the exit status. Raise a ``Codea1Error`` for user errors."""
-        raise NotImplementedError
-
-    def resume_argv(self, args: argparse.Namespace, argv: list[str]) -> list[str]:
-        """The arguments that go on where an interrupted ``codea1 ARGV`` stopped: the same,
-        less ``--overwrite`` (which would discard what the interrupted run kept)."""
-        return [a for a in argv if a != "--overwrite"]
+from codea1.harness.plugin_manager import load_plugins
 
 
 def _global_flags(parser: argparse.ArgumentParser) -> None:
@@ -67,8 +49,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     known, _ = early.parse_known_args(argv)
     command = args = None
     try:
-        from codea1.harness.plugin_manager import load_plugins
-
         plugins = load_plugins(known.plugin)
         args = build_parser(plugins).parse_args(argv)
         command = plugins.commands.create(args.command)

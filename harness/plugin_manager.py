@@ -20,7 +20,7 @@ import pluggy
 
 from codea1.harness import hookspecs
 from codea1.harness.benchmark import Benchmark
-from codea1.harness.cli import Command
+from codea1.harness.command import Command
 from codea1.harness.execution import Executor
 from codea1.harness.generation import Generator
 from codea1.harness.metrics import CodeMetric, TestMetric
@@ -50,7 +50,16 @@ KINDS: dict[str, type | tuple[type, ...]] = {
 }
 
 BUILTIN_PLUGINS = (
-    "codea1.harness.commands",
+    "codea1.harness.commands.plugins",
+    "codea1.harness.commands.tasks",
+    "codea1.harness.commands.evaluate",
+    "codea1.harness.commands.evaluate_tests",
+    "codea1.harness.commands.generate",
+    "codea1.harness.commands.tts",
+    "codea1.harness.commands.train",
+    "codea1.harness.commands.show",
+    "codea1.harness.commands.report",
+    "codea1.harness.commands.dev",
     "codea1.plugins.executors.subprocess",
     "codea1.plugins.executors.firejail",
     "codea1.plugins.executors.bubblewrap",

@@ -9,6 +9,10 @@
    imported (``if TYPE_CHECKING:`` blocks aside).
 4. The modules that run inside the sandbox (and travel to Sandbox Fusion as source) import
    the standard library and each other only.
+5. No import cycle in the core: following the imports that run when a module is imported, no
+   ``codea1.harness`` module comes back to itself. An import inside a function runs later and
+   may close a loop; importing a submodule runs its packages' ``__init__`` first, so it counts
+   as importing those too.
 """
 
 from __future__ import annotations
@@ -122,4 +126,54 @@ def violations(root: Path) -> list[str]:
             if name in SANDBOX_SIDE and top not in sys.stdlib_module_names and target not in SANDBOX_SIDE \
                     and target not in SANDBOX_MAY_IMPORT:
                 out.append(f"{where}:{line}: sandbox-side module imports {target} (stdlib only)")
-    return out
+    return out + cycle_violations(root, modules)
+
+
+def core_imports(modules: dict[str, Module]) -> dict[str, dict[str, int]]:
+    """For each core module, the core modules its import runs, with the line that imports each."""
+    graph = {}
+    for name, module in modules.items():
+        if not _related(name, CORE):
+            continue
+        graph[name] = edges = {}
+        for line, target, at_import in imports(module, modules):
+            if not at_import or target not in modules or not _related(target, CORE):
+                continue
+            # The target and the packages above it (their __init__ runs first), short of the
+            # importer's own packages: those ran before the importer did.
+            while target != name and not name.startswith(target + "."):
+                edges.setdefault(target, line)
+                target = target.rpartition(".")[0]
+    return graph
+
+
+def import_cycles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
+    """Every cycle once, as a path from its first module (in sorted order) back to it."""
+    cycles = []
+    for start in sorted(graph):
+        # Modules after start that lead back to it: a cycle through an earlier module was
+        # found from that one, and a module that cannot reach start closes no cycle.
+        among = {n for n in graph if n > start}
+        back, todo = set(), [start]
+        while todo:
+            node = todo.pop()
+            for n in among - back:
+                if node in graph[n]:
+                    back.add(n)
+                    todo.append(n)
+
+        def walk(path: list[str]) -> None:
+            for nxt in sorted(graph[path[-1]]):
+                if nxt == start:
+                    cycles.append([*path, start])
+                elif nxt in back and nxt not in path:
+                    walk([*path, nxt])
+
+        walk([start])
+    return cycles
+
+
+def cycle_violations(root: Path, modules: dict[str, Module]) -> list[str]:
+    graph = core_imports(modules)
+    return [f"{modules[c[0]].path.relative_to(root)}:{graph[c[0]][c[1]]}: import cycle {' -> '.join(c)}"
+            for c in import_cycles(graph)]

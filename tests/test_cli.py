@@ -248,7 +248,8 @@ def test_the_resume_command_after_an_interrupt(tmp_path):
     discard what was kept."""
     from argparse import Namespace
 
-    from codea1.harness.commands import EvaluateCommand, TrainCommand
+    from codea1.harness.commands.evaluate import EvaluateCommand
+    from codea1.harness.commands.train import TrainCommand
 
     run = tmp_path / "r"
     argv = ["train", "--config", "c.toml", "--out", str(run), "--overwrite"]

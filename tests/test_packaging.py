@@ -59,6 +59,7 @@ def test_the_wheel_holds_only_codea1(tmp_path):
     tops = {n.split("/", 1)[0] for n in names}
     assert tops == {"codea1", next(t for t in tops if t.endswith(".dist-info"))}, tops
     for expected in ("codea1/__init__.py", "codea1/api.py", "codea1/harness/flows/evaluate.py",
+                     "codea1/harness/command.py", "codea1/harness/commands/evaluate.py",
                      "codea1/harness/sandbox/zygote.py", "codea1/harness/prompts/paper.toml",
                      "codea1/plugins/executors/subprocess.py", "codea1/benchmarks/demo/samples.jsonl"):
         assert expected in names, expected

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from codea1.harness.cli import Command
+from codea1.harness.command import Command
 from codea1.harness.errors import Codea1Error
 from codea1.harness.hookspecs import hookimpl
 from codea1.harness.registry import did_you_mean

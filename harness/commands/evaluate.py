@@ -1,0 +1,59 @@
+"""``codea1 evaluate``: score a samples file on a benchmark (pass@k, avg@k)."""
+
+from __future__ import annotations
+
+from codea1.harness.command import Command
+from codea1.harness.commands.shared import (
+    benchmark_flags,
+    common,
+    executor_flags,
+    ks,
+    limit_flags,
+    limits,
+    print_metrics,
+    run_dir_flags,
+)
+from codea1.harness.hookspecs import hookimpl
+
+
+class EvaluateCommand(Command):
+    name = "evaluate"
+    description = "score a samples file on a benchmark (pass@k, avg@k)"
+
+    def add_arguments(self, p):
+        benchmark_flags(p, "benchmark name (see `codea1 plugins`)")
+        p.add_argument("--samples", help="samples .jsonl (solution|completion per line) or evalplus samples directory")
+        executor_flags(p)
+        limit_flags(p)
+        p.add_argument("--k", type=ks, default=[1], help="comma-separated k for pass@k/avg@k (default 1)")
+        run_dir_flags(p)
+        p.add_argument("--per-task", action="store_true", help="print the per-task table whatever the task count")
+        p.add_argument("--no-reference-cache", action="store_true", help="recompute reference outputs")
+        p.add_argument("--no-dedupe", action="store_true",
+                       help="execute every sample, even identical programs of the same task")
+
+    def run(self, plugins, args):
+        from codea1.harness.flows.evaluate import EvaluateConfig, evaluate
+
+        cfg = EvaluateConfig(**common(args), **limits(args), samples=args.samples, k=args.k,
+                             reference_cache=not args.no_reference_cache, dedupe=not args.no_dedupe)
+        r = evaluate(plugins, cfg)
+        print(f"benchmark {r['benchmark']}  samples {r['counts']['samples']}  (resumed {r['resumed']})  "
+              f"executor {r['executor']}")
+        print("verdicts: " + ", ".join(f"{k} {v}" for k, v in r["counts"].items() if k != "samples" and v))
+        print_metrics(r["metrics"], r["metric_notes"])
+        if args.per_task or len(r["tasks"]) <= 40:
+            print(f"\n  {'task':<24} {'n':>3} {'pass':>4}  statuses")
+            for t, d in r["tasks"].items():
+                print(f"  {t:<24} {d['n']:>3} {d['passed']:>4}  {' '.join(d['statuses'])}")
+        elif r["tasks"]:
+            print(f"\n  ({len(r['tasks'])} tasks: --per-task prints the table; results.json holds it)")
+        for task, reason in list(r["skipped_tasks"].items())[:10]:
+            print(f"  {task}: {reason}")
+        print(f"\nwrote {args.out}/results.json, verdicts.jsonl, config.json, environment.json")
+        return 0
+
+
+@hookimpl
+def codea1_register_commands(registry):
+    registry.add(EvaluateCommand)

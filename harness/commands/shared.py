@@ -1,0 +1,107 @@
+"""What several built-in commands share: their common flags, turned into the flows' config, and
+how they print figures. No hooks here: the command modules are plugins, this is their helper.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Sequence
+
+from codea1.harness.registry import OptionError
+
+# What each figure means, printed beside it.
+METRIC_NOTES = {
+    "avg@k": "mean pass rate of each task's first k samples",
+    "pass@k": "unbiased pass@k over all samples",
+    "test-pass@k": "valid tests among the first k, over tasks x k",
+    "mut@k": "mutants killed by the first k tests, eligible tasks",
+    "Mul@k": "test-pass@k x mut@k",
+}
+
+
+def key_values(pairs: Sequence[str], flag: str) -> dict[str, str]:
+    out = {}
+    for pair in pairs or ():
+        if "=" not in pair:
+            raise OptionError(f"{flag} {pair!r}: expected KEY=VALUE")
+        key, value = pair.split("=", 1)
+        out[key.strip()] = value
+    return out
+
+
+def ks(text: str) -> list[int]:
+    try:
+        values = sorted({int(x) for x in text.split(",") if x.strip()})
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--k {text!r}: expected comma-separated positive integers") from None
+    if not values or values[0] < 1:
+        raise argparse.ArgumentTypeError(f"--k {text!r}: expected comma-separated positive integers")
+    return values
+
+
+def task_list(text: str) -> list[str]:
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+def benchmark_flags(p: argparse.ArgumentParser, help: str) -> None:
+    p.add_argument("--benchmark", required=True, help=help)
+    p.add_argument("--data", help="benchmark data file or directory (default: the benchmark's own loader)")
+    p.add_argument("--benchmark-opt", action="append", default=[], metavar="KEY=VALUE", help="benchmark option")
+    p.add_argument("--tasks", type=task_list, metavar="ID,...", help="these tasks only (see `codea1 tasks`)")
+    p.add_argument("--limit", type=int, metavar="N", help="the first N tasks only")
+
+
+def executor_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--executor", default="subprocess", help="executor name (default: subprocess)")
+    p.add_argument("--executor-opt", action="append", default=[], metavar="KEY=VALUE", help="executor option")
+    p.add_argument("--workers", type=int, help="parallel sandbox workers (default: all cores)")
+
+
+def limit_flags(p: argparse.ArgumentParser) -> None:
+    """evalplus' knobs, with evalplus' names and meaning: per test max(floor, factor x the
+    reference's time)."""
+    p.add_argument("--min-time-limit", type=float, metavar="SECONDS",
+                   help="floor of every test's time limit (default: the benchmark's; evalplus' 1 s)")
+    p.add_argument("--gt-time-limit-factor", type=float, metavar="X",
+                   help="a test's limit is X times the reference solution's time, at least the floor "
+                        "(default: the benchmark's; evalplus' 4)")
+    p.add_argument("--memory-mb", type=int, metavar="MB",
+                   help="address-space limit of each sandboxed program (default: the benchmark's; 4096)")
+
+
+def limits(args: argparse.Namespace) -> dict:
+    return dict(min_time_limit=args.min_time_limit, gt_time_limit_factor=args.gt_time_limit_factor,
+                memory_mb=args.memory_mb)
+
+
+def run_dir_flags(p: argparse.ArgumentParser, what: str = "run directory") -> None:
+    p.add_argument("--out", required=True, help=f"{what} (resumed when it exists)")
+    p.add_argument("--overwrite", action="store_true", help="discard what --out holds and start over")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+
+
+def common(args: argparse.Namespace, executor: bool = True) -> dict:
+    """The RunConfig fields, from the shared flags."""
+    fields = dict(benchmark=args.benchmark, out=args.out, data=args.data, tasks=args.tasks, limit=args.limit,
+                  benchmark_options=key_values(args.benchmark_opt, "--benchmark-opt"), overwrite=args.overwrite,
+                  progress=not args.no_progress)
+    if executor:
+        fields.update(executor=args.executor, executor_options=key_values(args.executor_opt, "--executor-opt"),
+                      workers=args.workers)
+    return fields
+
+
+def percent(x: float | None) -> str:
+    return "   n/a " if x is None else f"{100 * x:6.2f}%"
+
+
+def print_metrics(metrics: dict, notes: dict, width: int = 18) -> None:
+    """One line per metric: its value and what it means, or n/a and why; a note on a metric
+    that has a value (what was left out) goes on the same line."""
+    for name, value in metrics.items():
+        meaning = METRIC_NOTES.get(name.split(":")[-1].split("@")[0] + "@k", "")
+        said = "; ".join(x for x in (meaning if value is not None else "", notes.get(name, "")) if x)
+        print(f"  {name:<{width}} {percent(value)}" + (f"   ({said})" if said else ""))
+    for name, note in notes.items():
+        if name not in metrics:
+            print(f"  {name:<{width}}    n/a   ({note})")
