@@ -38,7 +38,8 @@ class Table:
     ``marks[(row, column)]`` a footnote mark (a dagger: data differs from the column's
     first run); ``status[row]`` is "complete", "interrupted" or "in progress";
     ``headers[column]`` a short header for formats read on a page (a note gives the legend;
-    the CSV keeps the column's name)."""
+    the CSV keeps the column's name); ``lower_better``: metric columns whose best is the
+    lowest."""
 
     name: str
     title: str
@@ -50,6 +51,7 @@ class Table:
     status: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     headers: dict[str, str] = field(default_factory=dict)
+    lower_better: list[str] = field(default_factory=list)  # metric columns ranked lowest first
 
     def row_label(self, row: str) -> str:
         """The row's label, with its status when the run is not complete."""

@@ -87,6 +87,73 @@ class PolicyBackend:
         pass
 
 
+@dataclass(frozen=True)
+class StepFigure:
+    """A figure of step-log values over steps: ``name`` (its file, figures/NAME.png) and
+    ``title``."""
+
+    name: str
+    title: str
+
+
+@dataclass(frozen=True)
+class LogColumn:
+    """A value of a trainer's step log that reports show (the trainer's ``log_columns``).
+
+    ``key``: where it is in a step-log row, dotted into a nested table ("mistake_book.size");
+    ``name``: the report's column (default: the key with "_" for "."); ``label``: a short
+    header and legend; ``means``: what it is, one line (the table's legend). ``figure`` and
+    ``panel``: where it is plotted over steps (None: no plot). ``fraction``: a rate in
+    [0, 1], shown in % and ranked (``higher_is_better`` says which way); otherwise a plain
+    number (a size, a loss). ``table``: its last value is a column of the training table;
+    ``first``: so is its first value (a loss: did the run learn?). ``sweep``: plotted at the
+    last step against an ablation option that varies between runs (an alpha sweep)."""
+
+    key: str
+    label: str
+    means: str = ""
+    figure: StepFigure | None = None
+    panel: str = ""
+    name: str = ""
+    fraction: bool = True
+    higher_is_better: bool = True
+    table: bool = True
+    first: bool = False
+    sweep: bool = False
+
+    @property
+    def column(self) -> str:
+        return self.name or self.key.replace(".", "_")
+
+    def value(self, row: dict) -> Any:
+        """The value in a step-log row (None when the row has none)."""
+        node: Any = row
+        for part in self.key.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        return node
+
+
+@dataclass(frozen=True)
+class StepFiles:
+    """Files a trainer writes after each step, DIR/``directory``/step-N``suffix`` (N steps
+    done): a resume deletes those past its checkpoint, ``--overwrite`` the directory."""
+
+    directory: str
+    suffix: str = ".json"
+
+    def path(self, out: Path, steps_done: int) -> Path:
+        return out / self.directory / f"step-{steps_done:06d}{self.suffix}"
+
+    def after(self, out: Path, steps_done: int) -> list[Path]:
+        """The files written after ``steps_done`` steps."""
+        found = []
+        for path in (out / self.directory).glob(f"step-*{self.suffix}"):
+            number = path.name.removeprefix("step-").removesuffix(self.suffix)
+            if number.isdigit() and int(number) > steps_done:
+                found.append(path)
+        return found
+
+
 @dataclass
 class TrainContext:
     """What the train flow hands a trainer: the run (benchmark, problems, executor, store),
@@ -136,6 +203,12 @@ class Trainer:
     name = ""
     description = ""
     roles: tuple[str, ...] = ("code",)
+    # What reports read (``codea1 report``, ``codea1 show``): the step log's columns, the
+    # options that tell the runs of an ablation set apart (name -> what it is), and the files
+    # written per step (cut back on resume).
+    log_columns: tuple[LogColumn, ...] = ()
+    ablation_keys: dict[str, str] = {}
+    step_files: tuple[StepFiles, ...] = ()
 
     def __init__(self, options: Any = None, *, context: TrainContext):
         self.options = options
@@ -146,6 +219,12 @@ class Trainer:
         """The policy roles a run with these options trains (the [policies.ROLE] tables the
         config needs); ``roles`` unless a trainer's options choose."""
         return cls.roles
+
+    @classmethod
+    def columns_for(cls, options: Any) -> tuple[LogColumn, ...]:
+        """The step log's columns of a run with these options (None: the defaults);
+        ``log_columns`` unless a trainer's options choose (sft's loss is its role's)."""
+        return cls.log_columns
 
     def step(self, step: int, questions: list[Any]) -> dict[str, Any]:
         """Run training step ``step`` on ``questions`` (benchmark problems): rollouts,
@@ -160,3 +239,31 @@ class Trainer:
 
     def load(self, directory: Path) -> None:
         """Restore what ``save`` wrote."""
+
+
+@dataclass
+class RunColumns:
+    """What a train run's trainer declares for reports, read from its config.json: its
+    columns (for its options), its ablation keys, and a warning when the trainer is not
+    installed (a third party's run read without its plugin: no columns)."""
+
+    trainer: str
+    columns: tuple[LogColumn, ...] = ()
+    ablation_keys: dict[str, str] = field(default_factory=dict)
+    warning: str = ""
+
+
+def run_columns(plugins: Any, config: dict) -> RunColumns:
+    """The trainer's declarations for a run whose config.json is ``config``."""
+    from codea1.harness.registry import UnknownPluginError, parse_options
+
+    name = str((config.get("train") or {}).get("trainer", ""))
+    try:
+        entry = plugins.trainers.get(name)
+    except UnknownPluginError:
+        return RunColumns(name, warning=f"trainer {name!r} is not installed: its step-log columns are not shown")
+    try:
+        options = parse_options(entry, config.get("trainer") or {})
+    except Codea1Error:
+        options = None  # options of another version of the trainer: its default columns
+    return RunColumns(name, tuple(entry.cls.columns_for(options)), dict(entry.cls.ablation_keys))

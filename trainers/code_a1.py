@@ -40,6 +40,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from codea1.harness.hookspecs import hookimpl
+from codea1.trainers.method import log_columns as columns
 from codea1.trainers.method.adversarial import (
     AdversarialOptions,
     AdversarialTrainer,
@@ -78,6 +79,10 @@ class CodeA1Trainer(AdversarialTrainer):
     description = "Code-A1: a code policy and a white-box test policy trained against each other (GRPO, Mistake Book)"
     Options = CodeA1Options
     roles = ("code", "tests")
+    log_columns = (columns.REWARD_CODE, columns.REWARD_TEST, columns.REWARD_VALID, columns.REWARD_ADV, columns.PASS_NEW,
+                   columns.PASS_HIST, columns.PASS_GOLDEN, columns.BOOK_SIZE, columns.BOOK_ADDED, columns.BOOK_REMOVED)
+    ablation_keys = {**columns.REWARD_ABLATIONS, "referable_code": "", "predicted_answer": "", "validation": "",
+                     "topvar": ""}
 
     def __init__(self, options=None, *, context):
         super().__init__(options, context=context)

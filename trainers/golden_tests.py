@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from codea1.harness.hookspecs import hookimpl
 from codea1.harness.training import Trainer
+from codea1.trainers.method import log_columns as columns
 from codea1.trainers.method.rewards import advantages_by_group
 from codea1.trainers.method.rollouts import GoldenTests, mean, program, prompt_messages, run_codes, update_stats
 
@@ -43,6 +44,8 @@ class GoldenTestsTrainer(Trainer):
     description = "GRPO on the code policy, reward = pass rate on the benchmark's golden tests"
     Options = GoldenTestsOptions
     roles = ("code",)
+    log_columns = (columns.REWARD_CODE, columns.PASS_GOLDEN)
+    ablation_keys = {"m": "", "allow_in_process_rewards": ""}
 
     def __init__(self, options=None, *, context):
         super().__init__(options or GoldenTestsOptions(), context=context)

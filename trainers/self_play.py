@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from codea1.harness.hookspecs import hookimpl
+from codea1.trainers.method import log_columns as columns
 from codea1.trainers.method.adversarial import (
     AdversarialOptions,
     AdversarialTrainer,
@@ -41,6 +42,9 @@ class SelfPlayTrainer(AdversarialTrainer):
     description = "one model writes code and black-box tests; every code against every suite (CURE's set-up)"
     Options = SelfPlayOptions
     roles = ("code",)
+    log_columns = (columns.REWARD_CODE, columns.REWARD_TEST, columns.REWARD_VALID, columns.REWARD_ADV, columns.PASS_NEW,
+                   columns.BOOK_SIZE, columns.BOOK_ADDED, columns.BOOK_REMOVED)
+    ablation_keys = columns.REWARD_ABLATIONS
 
     def step(self, step, questions):
         o, ctx = self.options, self.context

@@ -31,6 +31,7 @@ from codea1.harness.judge import judge
 from codea1.harness.prompts import PromptError, get_prompt
 from codea1.harness.records import PASS, ExecJob
 from codea1.harness.training import Trainer
+from codea1.trainers.method.log_columns import loss
 from codea1.trainers.method.rollouts import prompt_messages, update_stats
 
 
@@ -64,10 +65,15 @@ class SFTTrainer(Trainer):
     name = "sft"
     description = "supervised fine-tuning: golden asserts for a failing candidate (tests), or the reference (code)"
     Options = SFTOptions
+    ablation_keys = {"role": "", "code_targets": "", "tests_prompt": "", "candidates": "", "prompt": "", "k": ""}
 
     @classmethod
     def roles_for(cls, options):
         return ((options or SFTOptions()).role,)
+
+    @classmethod
+    def columns_for(cls, options):
+        return (loss((options or SFTOptions()).role),)
 
     def __init__(self, options=None, *, context):
         super().__init__(options or SFTOptions(), context=context)

@@ -11,17 +11,18 @@ Stages, top to bottom:
    one label filling the same cell are refused.
 3. tables (pandas): code generation (per benchmark avg@k and pass@k, and their Avg over
    the benchmarks a row has all of), test generation (test-pass@k, mut@k, coverage@k,
-   Mul@k), Best-of-N (tts), training (the last step of each train run, an sft run's loss, and
-   the trainer options that differ between runs of one trainer: the ablations; short headers
-   with their legend), the last evaluation during training. Per metric column,
+   Mul@k), Best-of-N (tts), training (the last step of each train run in the columns its
+   trainer declares, with short headers and their legend, and the trainer's ablation options
+   that differ between its runs), the last evaluation during training. Per metric column,
    best bold and second underlined among complete runs; deltas against ``--baseline``;
    a run on other data than the column's first run (data digest) is marked with a dagger
    and named in the warnings (``--strict`` refuses instead); an incomplete run shows its
    status beside its label, takes no rank, and shows no figure it has not finished.
-4. figures (matplotlib, Agg): rewards of both policies over steps, pass rates on new,
-   historical and golden tests, the Mistake Book's size, additions and removals,
-   evaluation metrics over steps, per-benchmark bars, Best-of-N curves (``tts --curves``),
-   the alpha sweep of a set of train runs.
+4. figures (matplotlib, Agg): the step-log values each trainer declares (its
+   ``log_columns``: rewards of both policies, pass rates on new, historical and golden tests,
+   the Mistake Book, an sft loss) over steps, evaluation metrics over steps, per-benchmark
+   bars, Best-of-N curves (``tts --curves``), the sweep of a numeric ablation option (alpha)
+   over a set of train runs.
 5. details: per benchmark, every task's pass rate per row, and the tasks a row fails that
    the baseline passes.
 6. write: each ``--format`` through its reporter plugin into ``--out``.
@@ -40,33 +41,9 @@ from codea1.harness.errors import Codea1Error, ConfigError
 from codea1.harness.registry import did_you_mean
 from codea1.harness.reporting import Figure, Report, Table
 from codea1.harness.runstore import make_directory, run_status
+from codea1.harness.training import LogColumn, RunColumns, run_columns
 
 KINDS = ("evaluate", "evaluate-tests", "tts", "train", "evalplus")
-# Last-step figures of a train run shown in the training table (those the step log has); its
-# last evaluation has a table of its own.
-TRAIN_COLUMNS = ("reward_code", "reward_test", "reward_valid", "reward_adv", "pass_rate_new", "pass_rate_hist",
-                 "pass_rate_golden")
-# Columns after the figures: the Mistake Book's size, an sft run's loss.
-TRAIN_EXTRA = ("mistake_book_size", "loss_first", "loss_last")
-# The training table's short headers (the page's width) and what each means (its legend).
-TRAIN_LEGEND = {
-    "reward_code": ("R_C", "the code policy's reward"),
-    "reward_test": ("R_T", "the test policy's reward"),
-    "reward_valid": ("R_val", "its validity part"),
-    "reward_adv": ("R_adv", "its adversarial part"),
-    "pass_rate_new": ("new", "the programs' pass rate on this step's new tests"),
-    "pass_rate_hist": ("hist", "on the Mistake Book's tests"),
-    "pass_rate_golden": ("golden", "on the golden tests"),
-    "mistake_book_size": ("book", "the Mistake Book's size (tests)"),
-    "loss_first": ("first loss", "an sft run's loss (mean token cross-entropy of its targets) at step 1"),
-    "loss_last": ("last loss", "at its last step"),
-}
-# Trainer options that tell the runs of an ablation set apart (only those that differ among the
-# runs of one trainer are shown, and only for that trainer's runs).
-ABLATION_KEYS = ("alpha", "reward_variant", "mistake_book", "referable_code", "predicted_answer", "validation",
-                 "m", "n", "k", "topvar", "role", "code_targets", "tests_prompt", "candidates", "prompt")
-
-
 # The k of an evalplus results file's pass@k and avg@k (those up to its n samples a task, and n):
 # every k would give 2n columns.
 EVALPLUS_KS = (1, 2, 5, 10, 20, 50, 100)
@@ -103,6 +80,7 @@ class RunData:
     steps: list[dict] = field(default_factory=list)  # train: the step log
     config: dict = field(default_factory=dict)
     curves: dict[str, float] = field(default_factory=dict)  # tts --curves
+    declared: RunColumns | None = None  # train: what its trainer declares to reports
     in_process: tuple[int, int] = (0, 0)  # (verdicts judged inside the program's process, verdicts)
 
 
@@ -145,7 +123,7 @@ def read_run(plugins, given: str, label: str) -> RunData:
         if steps and steps[0].get("step") == 0:  # a log written when steps counted from 0
             steps = [{**s, "step": s["step"] + 1} for s in steps]
         return RunData(path, label, kind, config.get("benchmark", {}).get("name", ""), status, digest,
-                       steps=steps, config=config)
+                       steps=steps, config=config, declared=run_columns(plugins, config))
     run = RunData(path, label, kind, config.get("benchmark", ""), status, digest, config=config,
                   metrics={k: v for k, v in results.get("metrics", {}).items()},
                   curves=results.get("curves", {}))
@@ -270,13 +248,16 @@ def metric_order(metric: str) -> tuple:
 
 
 def training_table(runs: list[RunData]) -> Table | None:
+    """The last step of each train run: the columns its trainer declares (a rate in %, ranked;
+    a plain number as is; a loss also at step 1), and the ablation options that differ between
+    runs of one trainer."""
     import pandas as pd
 
     if not runs:
         return None
-    trainers = {r.label: r.config.get("train", {}).get("trainer", "") for r in runs}
+    trainers = {r.label: r.declared.trainer for r in runs}
     differing = ablation_axes(runs, trainers)
-    options = [k for k in ABLATION_KEYS if any(k in keys for keys in differing.values())]
+    options = [k for k in declared_union(runs, lambda d: d.ablation_keys) if any(k in keys for keys in differing.values())]
     cells, status = {}, {}
     for run in runs:
         if run.label in cells:
@@ -287,20 +268,42 @@ def training_table(runs: list[RunData]) -> Table | None:
                                for k in differing[trainers[run.label]] if k in given},
                             **last_figures(run)}
         status[run.label] = run.status
-    metric_columns = [c for c in TRAIN_COLUMNS if any(c in row for row in cells.values())]
-    extra = [c for c in TRAIN_EXTRA if any(c in row for row in cells.values())]
-    columns = ["trainer", *options, "steps", *metric_columns, *extra]
-    frame = pd.DataFrame.from_dict(cells, orient="index", columns=columns).astype(object)
-    frame = frame.where(frame.notna(), None)
+    declared = [c for c in declared_union(runs, lambda d: d.columns) if c.table]
+    shown = [c for c in declared if any(name in row for row in cells.values() for name in table_names(c))]
+    metric_columns = [c.column for c in shown if c.fraction]
+    plain = [name for c in shown if not c.fraction for name in table_names(c)]
+    frame = pd.DataFrame.from_dict(cells, orient="index", columns=["trainer", *options, "steps", *metric_columns, *plain])
+    frame = frame.astype(object).where(frame.notna(), None)
+    headers = {name: header for c in shown for name, header in zip(table_names(c), table_headers(c))}
     table = Table("training", "Training (last step)", frame, metric_columns=metric_columns, status=status,
-                  headers={c: short for c, (short, _) in TRAIN_LEGEND.items()})
-    legend = [f"{short}: {meaning}" for c, (short, meaning) in TRAIN_LEGEND.items() if c in columns]
+                  headers=headers, lower_better=[c.column for c in shown if c.fraction and not c.higher_is_better])
+    legend = [f"{', '.join(table_headers(c))}: {c.means}" + (" at step 1 and at the last step" if c.first else "")
+              for c in shown if c.means]
     table.notes.append("The last step in the step log" + (f". {'; '.join(legend)}." if legend else "."))
     axes = [f"{t}: {', '.join(keys)}" for t, keys in sorted(differing.items()) if keys]
     if axes:
         table.notes.append(f"Trainer options that differ between runs of one trainer (shown for that trainer's "
                            f"runs only): {'; '.join(axes)}.")
     return table
+
+
+def declared_union(runs: list[RunData], what) -> list:
+    """What the runs' trainers declare (columns by their report name, or ablation keys), each
+    once, trainer by trainer in name order."""
+    out: dict[str, Any] = {}
+    for run in sorted(runs, key=lambda r: r.declared.trainer):
+        for item in what(run.declared):
+            out.setdefault(item.column if isinstance(item, LogColumn) else item, item)
+    return list(out.values())
+
+
+def table_names(column: LogColumn) -> list[str]:
+    """The training table's columns of a declared column: its last value, and its first."""
+    return [f"{column.column}_first", f"{column.column}_last"] if column.first else [column.column]
+
+
+def table_headers(column: LogColumn) -> list[str]:
+    return [f"first {column.label}", f"last {column.label}"] if column.first else [column.label]
 
 
 def training_evaluation_table(runs: list[RunData]) -> Table | None:
@@ -331,38 +334,38 @@ def training_evaluation_table(runs: list[RunData]) -> Table | None:
 
 
 def ablation_axes(runs: list[RunData], trainers: dict[str, str]) -> dict[str, list[str]]:
-    """Per trainer, the options its runs disagree on (an ablation set); runs of different
-    trainers are never compared (sft's k is not code-a1's k)."""
+    """Per trainer, the options its runs disagree on among those it declares (an ablation
+    set); runs of different trainers are never compared (sft's k is not code-a1's k)."""
     out = {}
     for trainer in sorted(set(trainers.values())):
-        given = [r.config.get("trainer", {}) for r in runs if trainers[r.label] == trainer]
-        out[trainer] = [k for k in ABLATION_KEYS if len({json.dumps(g.get(k)) for g in given}) > 1]
+        these = [r for r in runs if trainers[r.label] == trainer]
+        given = [r.config.get("trainer", {}) for r in these]
+        out[trainer] = [k for k in these[0].declared.ablation_keys if len({json.dumps(g.get(k)) for g in given}) > 1]
     return out
 
 
-def last_figures(run: RunData) -> dict[str, float]:
-    """The last step's rewards and pass rates (fractions), the Mistake Book's size, and an sft
-    run's loss (its policy's mean token cross-entropy of the targets) at step 1 and at the
-    last step: whether it learned."""
-    last = run.steps[-1] if run.steps else {}
-    out = {key: float(last[key]) for key in TRAIN_COLUMNS if is_number(last.get(key))}
-    if is_number((last.get("mistake_book") or {}).get("size")):
-        out["mistake_book_size"] = last["mistake_book"]["size"]
-    if run.config.get("train", {}).get("trainer") == "sft":
-        key = f"{run.config.get('trainer', {}).get('role', 'tests')}_loss"
-        losses = [s[key] for s in run.steps if is_number(s.get(key))]
-        if losses:
-            out |= {"loss_first": losses[0], "loss_last": losses[-1]}
+def last_figures(run: RunData) -> dict[str, Any]:
+    """The values of the declared table columns at the last step (a rate as a fraction), and
+    at the first for those that show it (a loss: whether the run learned)."""
+    out: dict[str, Any] = {}
+    for column in run.declared.columns:
+        values = [column.value(s) for s in run.steps if is_number(column.value(s))]
+        if not column.table or not values:
+            continue
+        if column.first:
+            out |= {f"{column.column}_first": values[0], f"{column.column}_last": values[-1]}
+        elif is_number(column.value(run.steps[-1])):
+            out[column.column] = float(values[-1]) if column.fraction else values[-1]
     return out
 
 
 def rank(table: Table) -> None:
-    """Best (1) and second (2) per metric column among complete rows; higher is better. Ties
-    share a rank."""
+    """Best (1) and second (2) per metric column among complete rows; higher is better unless
+    the column is one of ``lower_better``. Ties share a rank."""
     for column in table.metric_columns:
         values = sorted({table.frame.at[row, column] for row in table.frame.index
                          if table.status.get(row, "complete") == "complete" and is_number(table.frame.at[row, column])},
-                        reverse=True)
+                        reverse=column not in table.lower_better)
         if len(values) < 2:
             continue
         for row in table.frame.index:
@@ -419,133 +422,173 @@ def runs_table(runs: list[RunData]):
 
 # -- 4. figures ------------------------------------------------------------------------------
 
-def figures(runs: list[RunData], code: Table | None) -> list[Figure]:
-    import matplotlib
+class Figures:
+    """The figures of a report, each a PNG (matplotlib, Agg)."""
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.ticker import MaxNLocator
+    def __init__(self):
+        import matplotlib
 
-    out: list[Figure] = []
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
 
-    def save(fig, name: str, title: str) -> None:
+        self.plt = plt
+        self.out: list[Figure] = []
+
+    def save(self, fig, name: str, title: str) -> None:
         fig.suptitle(title)
         fig.tight_layout()
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=100)
-        plt.close(fig)
-        out.append(Figure(name, title, buf.getvalue()))
+        self.plt.close(fig)
+        self.out.append(Figure(name, title, buf.getvalue()))
 
+
+def figures(runs: list[RunData], code: Table | None) -> list[Figure]:
+    out = Figures()
     train = [r for r in runs if r.kind == "train" and r.steps]
-
-    def label(run):
-        return run.label if run.status == "complete" else f"{run.label} ({run.status})"
-
-    def over_steps(name: str, title: str, panels: list[tuple[str, list[tuple[str, Any]]]], train=train) -> None:
-        """One panel per (title, [(legend, getter)]), each run's series over its steps."""
-        panels = [(t, series) for t, series in panels
-                  if any(is_number(get(s)) for r in train for _, get in series for s in r.steps)]
-        if not panels:
-            return
-        fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 3.6), squeeze=False)
-        for ax, (panel_title, series) in zip(axes[0], panels):
-            steps = set()
-            for run in train:
-                for legend, get in series:
-                    points = [(s["step"], get(s)) for s in run.steps if is_number(get(s))]
-                    steps |= {x for x, _ in points}
-                    if points:
-                        ax.plot(*zip(*points), marker="o", markersize=3,
-                                label=f"{label(run)}: {legend}" if len(train) > 1 else legend)
-            ax.set_title(panel_title)
-            ax.set_xlabel("step")
-            if len(steps) <= 12:  # few steps: each one a tick (a single point gets no fractional axis)
-                ax.set_xticks(sorted(steps))
-            else:
-                ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-            ax.grid(alpha=0.3)
-            ax.legend(fontsize=7)
-        save(fig, name, title)
-
-    over_steps("rewards", "Rewards over steps",
-               [("code policy", [("R_C", lambda s: s.get("reward_code"))]),
-                ("test policy", [("R_T", lambda s: s.get("reward_test")), ("R_val", lambda s: s.get("reward_valid")),
-                                 ("R_adv", lambda s: s.get("reward_adv"))])])
-    over_steps("pass_rates", "Pass rates of the programs over steps",
-               [("new tests", [("new", lambda s: s.get("pass_rate_new"))]),
-                ("historical tests", [("historical", lambda s: s.get("pass_rate_hist"))]),
-                ("golden tests", [("golden", lambda s: s.get("pass_rate_golden"))])])
-    over_steps("mistake_book", "Mistake Book over steps",
-               [("size", [("size", lambda s: (s.get("mistake_book") or {}).get("size"))]),
-                ("added / removed", [("added", lambda s: (s.get("mistake_book") or {}).get("added")),
-                                     ("removed", lambda s: (s.get("mistake_book") or {}).get("removed"))])])
-    sft = [r for r in train if r.config.get("train", {}).get("trainer") == "sft"]
-    over_steps("sft_loss", "SFT loss over steps", [("mean token cross-entropy of the targets", [
-        ("loss", lambda s: s.get("code_loss", s.get("tests_loss")))])], train=sft)  # an sft run logs its role's
+    step_figures(out, train)
     evaluated = sorted({(where, metric) for r in train for s in r.steps
                         for where, metrics in (s.get("evaluation") or {}).items() for metric in metrics})
     if evaluated:
-        over_steps("evaluation", "Evaluation of the policies during training",
-                   [(f"{where} {metric}", [(metric, lambda s, w=where, m=metric:
+        over_steps(out, "evaluation", "Evaluation of the policies during training", train,
+                   [(f"{where} {metric}", [(metric, lambda run, s, w=where, m=metric:
                                             ((s.get("evaluation") or {}).get(w) or {}).get(m))])
                     for where, metric in evaluated])
-
     if code is not None:
-        first_metric = {}
-        for column in code.metric_columns:
-            bench, metric = column.split(" ", 1)
-            if bench != "Avg":
-                first_metric.setdefault(bench, column)
-        rows = [r for r in code.frame.index if code.status.get(r, "complete") == "complete"]
-        if first_metric and rows:
-            fig, ax = plt.subplots(figsize=(max(5, 1.6 * len(first_metric) * max(1, len(rows)) / 2), 3.8))
-            width = 0.8 / len(rows)
-            for i, row in enumerate(rows):
-                values = [code.frame.at[row, c] for c in first_metric.values()]
-                xs = [j + i * width for j in range(len(values))]
-                ax.bar(xs, [100 * v if is_number(v) else 0 for v in values], width, label=row)
-            ax.set_xticks([j + width * (len(rows) - 1) / 2 for j in range(len(first_metric))])
-            ax.set_xticklabels([c for c in first_metric.values()], fontsize=8)
-            ax.set_ylabel("%")
-            ax.legend(fontsize=7)
-            ax.grid(axis="y", alpha=0.3)
-            save(fig, "benchmarks", "Code generation per benchmark")
+        benchmark_bars(out, code)
+    best_of_n_curves(out, [r for r in runs if r.kind == "tts" and r.curves and r.status == "complete"])
+    sweeps(out, [r for r in train if r.status == "complete"])
+    return out.out
 
-    curved = [r for r in runs if r.kind == "tts" and r.curves and r.status == "complete"]
-    if curved:
-        fig, axes = plt.subplots(1, len(curved), figsize=(5 * len(curved), 3.6), squeeze=False)
-        for ax, run in zip(axes[0], curved):
-            grid: dict[int, list[tuple[int, float]]] = {}
-            for key, value in run.curves.items():
-                m, n = (int(part.split("=")[1]) for part in key.split(","))
-                grid.setdefault(m, []).append((n, 100 * value))
-            for m, points in sorted(grid.items()):
-                ax.plot(*zip(*sorted(points)), marker="o", label=f"M = {m} codes")
-            ax.set_title(f"{run.label} ({run.benchmark})")
-            ax.set_xlabel("N test suites")
-            ax.set_ylabel("Best-of-N accuracy %")
-            ax.grid(alpha=0.3)
-            ax.legend(fontsize=7)
-        save(fig, "best_of_n", "Best-of-N: accuracy of the selected code")
 
-    swept = [r for r in train if r.status == "complete" and is_number(r.config.get("trainer", {}).get("alpha"))]
-    if len({r.config["trainer"]["alpha"] for r in swept}) >= 2:
-        fig, ax = plt.subplots(figsize=(5.5, 3.6))
-        series = sorted({(w, m) for r in swept for s in r.steps[-1:] for w, ms in (s.get("evaluation") or {}).items()
-                         for m in ms})
-        getters = ([(f"{w} {m}", lambda r, w=w, m=m: ((r.steps[-1].get("evaluation") or {}).get(w) or {}).get(m))
-                    for w, m in series] if series else
-                   [(k, lambda r, k=k: r.steps[-1].get(k)) for k in ("reward_code", "reward_test", "pass_rate_golden")])
-        for legend, get in getters:
-            points = sorted((r.config["trainer"]["alpha"], 100 * get(r)) for r in swept if is_number(get(r)))
-            if points:
-                ax.plot(*zip(*points), marker="o", label=legend)
-        ax.set_xlabel("alpha (weight of R_val in R_T)")
-        ax.set_ylabel("% at the last step")
+def run_label(run: RunData) -> str:
+    return run.label if run.status == "complete" else f"{run.label} ({run.status})"
+
+
+def over_steps(out: Figures, name: str, title: str, train: list[RunData], panels: list[tuple[str, list]]) -> None:
+    """One panel per (title, [(legend, get(run, step row))]), each run's series over its steps."""
+    from matplotlib.ticker import MaxNLocator
+
+    panels = [(t, series) for t, series in panels
+              if any(is_number(get(r, s)) for r in train for _, get in series for s in r.steps)]
+    if not panels:
+        return
+    fig, axes = out.plt.subplots(1, len(panels), figsize=(5 * len(panels), 3.6), squeeze=False)
+    for ax, (panel_title, series) in zip(axes[0], panels):
+        steps = set()
+        for run in train:
+            for legend, get in series:
+                points = [(s["step"], get(run, s)) for s in run.steps if is_number(get(run, s))]
+                steps |= {x for x, _ in points}
+                if points:
+                    ax.plot(*zip(*points), marker="o", markersize=3,
+                            label=f"{run_label(run)}: {legend}" if len(train) > 1 else legend)
+        ax.set_title(panel_title)
+        ax.set_xlabel("step")
+        if len(steps) <= 12:  # few steps: each one a tick (a single point gets no fractional axis)
+            ax.set_xticks(sorted(steps))
+        else:
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-        save(fig, "alpha_sweep", "Alpha sweep")
-    return out
+    out.save(fig, name, title)
+
+
+def step_figures(out: Figures, train: list[RunData]) -> None:
+    """The figures over steps the trainers declare (their columns' ``figure`` and ``panel``),
+    each with the runs whose trainer plots into it."""
+    plotted = [c for c in declared_union(train, lambda d: d.columns) if c.figure is not None]
+    for figure in dict.fromkeys(c.figure for c in plotted):
+        panels: dict[str, list] = {}
+        for c in (c for c in plotted if c.figure == figure):
+            panels.setdefault(c.panel, []).append((c.label, lambda run, s, c=c: declared_value(run, c, s)))
+        runs = [r for r in train if any(d.figure == figure for d in r.declared.columns)]
+        over_steps(out, figure.name, figure.title, runs, list(panels.items()))
+
+
+def declared_value(run: RunData, column: LogColumn, row: dict) -> Any:
+    """A step row's value of ``column`` as the run's own trainer declares it (an sft run
+    logs its role's loss under the same column)."""
+    own = next((c for c in run.declared.columns if c.column == column.column and c.figure == column.figure), None)
+    return own.value(row) if own is not None else None
+
+
+def benchmark_bars(out: Figures, code: Table) -> None:
+    """The first metric of each benchmark, one bar per complete row."""
+    first_metric = {}
+    for column in code.metric_columns:
+        bench, metric = column.split(" ", 1)
+        if bench != "Avg":
+            first_metric.setdefault(bench, column)
+    rows = [r for r in code.frame.index if code.status.get(r, "complete") == "complete"]
+    if not first_metric or not rows:
+        return
+    fig, ax = out.plt.subplots(figsize=(max(5, 1.6 * len(first_metric) * max(1, len(rows)) / 2), 3.8))
+    width = 0.8 / len(rows)
+    for i, row in enumerate(rows):
+        values = [code.frame.at[row, c] for c in first_metric.values()]
+        xs = [j + i * width for j in range(len(values))]
+        ax.bar(xs, [100 * v if is_number(v) else 0 for v in values], width, label=row)
+    ax.set_xticks([j + width * (len(rows) - 1) / 2 for j in range(len(first_metric))])
+    ax.set_xticklabels([c for c in first_metric.values()], fontsize=8)
+    ax.set_ylabel("%")
+    ax.legend(fontsize=7)
+    ax.grid(axis="y", alpha=0.3)
+    out.save(fig, "benchmarks", "Code generation per benchmark")
+
+
+def best_of_n_curves(out: Figures, curved: list[RunData]) -> None:
+    """Best-of-N accuracy over N suites, one line per M codes (tts --curves)."""
+    if not curved:
+        return
+    fig, axes = out.plt.subplots(1, len(curved), figsize=(5 * len(curved), 3.6), squeeze=False)
+    for ax, run in zip(axes[0], curved):
+        grid: dict[int, list[tuple[int, float]]] = {}
+        for key, value in run.curves.items():
+            m, n = (int(part.split("=")[1]) for part in key.split(","))
+            grid.setdefault(m, []).append((n, 100 * value))
+        for m, points in sorted(grid.items()):
+            ax.plot(*zip(*sorted(points)), marker="o", label=f"M = {m} codes")
+        ax.set_title(f"{run.label} ({run.benchmark})")
+        ax.set_xlabel("N test suites")
+        ax.set_ylabel("Best-of-N accuracy %")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    out.save(fig, "best_of_n", "Best-of-N: accuracy of the selected code")
+
+
+def sweeps(out: Figures, complete: list[RunData]) -> None:
+    """Per trainer, each numeric ablation option its complete runs vary (an alpha sweep):
+    their last evaluation, or else the trainer's ``sweep`` columns, at the last step."""
+    found = []
+    for trainer in sorted({r.declared.trainer for r in complete}):
+        runs = [r for r in complete if r.declared.trainer == trainer]
+        for key, meaning in runs[0].declared.ablation_keys.items():
+            values = [r.config.get("trainer", {}).get(key) for r in runs]
+            if all(is_number(v) for v in values) and len(set(values)) >= 2:
+                found.append((trainer, key, meaning, runs))
+    keys = [key for _, key, _, _ in found]
+    for trainer, key, meaning, runs in found:
+        name = f"{key}_sweep" if keys.count(key) == 1 else f"{slug(trainer)}_{key}_sweep"
+        sweep_figure(out, name, key, meaning, runs)
+
+
+def sweep_figure(out: Figures, name: str, key: str, meaning: str, runs: list[RunData]) -> None:
+    series = sorted({(w, m) for r in runs for s in r.steps[-1:] for w, ms in (s.get("evaluation") or {}).items()
+                     for m in ms})
+    getters = ([(f"{w} {m}", lambda r, w=w, m=m: ((r.steps[-1].get("evaluation") or {}).get(w) or {}).get(m))
+                for w, m in series] if series else
+               [(c.label, lambda r, c=c: c.value(r.steps[-1])) for c in runs[0].declared.columns if c.sweep])
+    fig, ax = out.plt.subplots(figsize=(5.5, 3.6))
+    for legend, get in getters:
+        points = sorted((r.config["trainer"][key], 100 * get(r)) for r in runs if is_number(get(r)))
+        if points:
+            ax.plot(*zip(*points), marker="o", label=legend)
+    ax.set_xlabel(f"{key} ({meaning})" if meaning else key)
+    ax.set_ylabel("% at the last step")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    out.save(fig, name, f"{key[:1].upper()}{key[1:]} sweep")
 
 
 # -- 5. details ------------------------------------------------------------------------------
@@ -597,6 +640,7 @@ def build_report(plugins, cfg: ReportConfig) -> Report:
     warnings += [f"{r.path}: {r.in_process[0]} of {r.in_process[1]} verdicts judged in-process (script tests run by "
                  f"a runner inside the program's own process, which the program could steer)"
                  for r in runs if r.in_process[0]]
+    warnings += [f"{r.path}: {r.declared.warning}" for r in runs if r.declared is not None and r.declared.warning]
     built = [
         metric_table("code", "Code generation", [r for r in runs if r.kind in ("evaluate", "evalplus")], avg=True),
         metric_table("tests", "Test generation", [r for r in runs if r.kind == "evaluate-tests"]),

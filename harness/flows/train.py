@@ -23,8 +23,8 @@ Stages of a run: open (benchmark, executor, policies, trainer), resume (the last
 checkpoint: policies, trainer state, step; the step log and Mistake Book files cut back to
 it), then per step: the questions (a seeded permutation of the tasks per epoch, so a step's
 questions depend on the step number alone), the trainer's step, a row appended to
-DIR/steps.jsonl (its "step" counts from 1, as checkpoints/step-N, mistake_book/step-N.json
-and evaluation/step-N do: N steps done), a checkpoint every ``checkpoint_every`` steps, evaluation every
+DIR/steps.jsonl (its "step" counts from 1, as checkpoints/step-N, evaluation/step-N and a
+trainer's ``step_files`` (mistake_book/step-N.json) do: N steps done), a checkpoint every ``checkpoint_every`` steps, evaluation every
 ``eval_every`` steps; finally the policies exported as Hugging Face directories under
 DIR/export/ROLE. One progress bar for the steps, showing the phase. ``dry_run``: the checks
 made before a model loads, then the plan and the resolved config, nothing loaded or written.
@@ -341,7 +341,7 @@ def toml_value(value: Any) -> str:
 def train(plugins, cfg: TrainConfig) -> dict[str, Any]:
     settings = cfg.settings
     out = Path(cfg.out)
-    refuse_or_clear(cfg, out)
+    refuse_or_clear(cfg, out, plugins.trainers.get(settings["train"]["trainer"]).cls)
     with open_run(plugins, cfg) as run:
         context, trainer = open_trainer(plugins, run, cfg)
         run.start(environment={"policies": {role: p.info() for role, p in context.policies.items()}})
@@ -375,11 +375,12 @@ def train(plugins, cfg: TrainConfig) -> dict[str, Any]:
                            "seconds_this_run": round(time.perf_counter() - t0, 3)})
 
 
-def refuse_or_clear(cfg: TrainConfig, out: Path) -> None:
+def refuse_or_clear(cfg: TrainConfig, out: Path, trainer_cls) -> None:
     """A directory holding a run is resumed (--resume) or replaced (--overwrite), never
     mixed with a new one."""
     if out_action(cfg, out) == "overwrite":
-        for name in ("checkpoints", "mistake_book", "export", "evaluation", "tensorboard", "wandb"):
+        for name in ("checkpoints", "export", "evaluation", "tensorboard", "wandb",
+                     *(files.directory for files in trainer_cls.step_files)):
             shutil.rmtree(out / name, ignore_errors=True)
 
 
@@ -466,8 +467,8 @@ def resume(run: Run, trainer, context: TrainContext, out: Path) -> int:
     if len(rows) > steps_done:
         kept = rows[:steps_done]  # row i is step i + 1
         run.store.rows_path.write_text("".join(json.dumps(r, separators=(",", ":"), default=str) + "\n" for r in kept))
-    for path in (out / "mistake_book").glob("step-*.json"):
-        if int(path.stem.split("-")[1]) > steps_done:  # step-N is the book after N steps
+    for files in trainer.step_files:  # step-N is what N steps left
+        for path in files.after(out, steps_done):
             path.unlink()
     return steps_done
 

@@ -13,6 +13,7 @@ from codea1.harness.parsing import extract_tests
 from codea1.harness.records import Problem
 from codea1.harness.training import PolicySample, Trainer
 from codea1.trainers.method.layout import ProgramResult, SuiteLayout
+from codea1.trainers.method.log_columns import MISTAKE_BOOK_FILES
 from codea1.trainers.method.mistake_book import MistakeBook
 from codea1.trainers.method.rewards import VARIANTS, Grouped, Rewards, candidate_rewards
 from codea1.trainers.method.rollouts import mean, run_codes
@@ -52,6 +53,7 @@ class AdversarialTrainer(Trainer):
 
     Options = AdversarialOptions
     options: AdversarialOptions
+    step_files = (MISTAKE_BOOK_FILES,)
 
     def __init__(self, options=None, *, context):
         super().__init__(options or self.Options(), context=context)
@@ -105,7 +107,7 @@ class AdversarialTrainer(Trainer):
                 change = self.book.record(question.task_id, result)
                 added += len(change.added)
                 removed += len(change.removed)
-            self.book.save(self.context.out / "mistake_book" / f"step-{step + 1:06d}.json")
+            self.book.save(MISTAKE_BOOK_FILES.path(self.context.out, step + 1))
         return {"size": self.book.size(), "added": added, "removed": removed}
 
     def save(self, directory):
