@@ -111,54 +111,79 @@ class Registry:
         """Names of the entries that subclass ``base`` (e.g. the code metrics)."""
         return [n for n in self.names() if issubclass(self.entries[n].cls, base)]
 
-    def create(self, name: str, options: dict[str, str] | None = None, **kwargs) -> Any:
+    def create(self, name: str, options: Any = None, **kwargs) -> Any:
+        """The plugin ``name`` with ``options``: raw values by key (``parse_options`` checks them)
+        or its Options instance, already built (the train flow's resolved config)."""
         entry = self.get(name)
-        opts = parse_options(entry, options or {})
-        return entry.cls(opts, **kwargs) if opts is not None else entry.cls(**kwargs)
+        options_cls = getattr(entry.cls, "Options", None)
+        if options is None or isinstance(options, dict):
+            options = parse_options(entry, options or {})
+        elif options_cls is None or not isinstance(options, options_cls):
+            raise TypeError(f"{entry.kind[:-1]} {name!r} takes a dict or {qualified_name(options_cls or dict)}, "
+                            f"not {type(options).__name__}")
+        return entry.cls(options, **kwargs) if options is not None else entry.cls(**kwargs)
 
 
-def parse_options(entry: Entry, raw: dict[str, str]) -> Any:
-    """Build the plugin's Options dataclass from strings; each plugin owns its options."""
+def parse_options(entry: Entry, raw: dict[str, Any]) -> Any:
+    """Build the plugin's Options dataclass from raw values; each plugin owns its options."""
     options_cls = getattr(entry.cls, "Options", None)
     if options_cls is None:
         if raw:
             raise OptionError(f"{entry.kind[:-1]} {entry.name!r} takes no options (got {', '.join(raw)})")
         return None
-    fields = {f.name: f for f in dataclasses.fields(options_cls)}
-    hints = typing.get_type_hints(options_cls)
+    return build_dataclass(options_cls, raw, f"{entry.kind[:-1]} {entry.name!r}: ", "option")
+
+
+def build_dataclass(cls: type, raw: dict[str, Any], label: str, noun: str, widen: bool = True) -> Any:
+    """``cls`` from raw values by key: text (a command line's ``--option k=v``) is parsed,
+    a typed value (TOML's) is checked, against each field's type. Every error is ``label``
+    then what is wrong with which ``noun``: "executor 'subprocess': option 'file_mb':
+    expected an integer, got 'lots'". ``widen``: an integer given for a float field is
+    stored as a float (else as given)."""
+    fields = {f.name for f in dataclasses.fields(cls)}
+    hints = typing.get_type_hints(cls)
     values = {}
-    for key, text in raw.items():
-        field_name = key.replace("-", "_")
-        if field_name not in fields:
-            raise OptionError(f"{entry.kind[:-1]} {entry.name!r} has no option {key!r}{did_you_mean(field_name, fields)}")
-        values[field_name] = _convert(entry, field_name, hints.get(field_name, str), text)
+    for key, value in raw.items():
+        name = key.replace("-", "_")
+        if name not in fields:
+            raise OptionError(f"{label}unknown {noun} {key!r}{did_you_mean(name, fields)}")
+        values[name] = convert(hints.get(name, str), value, f"{label}{noun} {key!r}", widen)
     try:
-        return options_cls(**values)
+        return cls(**values)
     except (TypeError, ValueError) as exc:
-        raise OptionError(f"{entry.kind[:-1]} {entry.name!r}: {exc}") from None
+        raise OptionError(f"{label}{exc}") from None
 
 
-def _convert(entry: Entry, key: str, hint: Any, text: Any) -> Any:
-    if not isinstance(text, str):
-        return _typed(entry, key, hint, text)
-    origin = typing.get_origin(hint)
-    if origin is typing.Union or str(origin) == "types.UnionType":
-        args = [a for a in typing.get_args(hint) if a is not type(None)]
-        if text.lower() in ("", "none", "null") and len(args) < len(typing.get_args(hint)):
-            return None
-        hint = args[0] if args else str
+TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true or false", list: "a list",
+              dict: "a table"}
+
+
+def convert(hint: Any, value: Any, what: str, widen: bool = True) -> Any:
+    """``value`` as ``hint`` wants it; a mismatch fails naming ``what`` (the key), the type
+    expected and the value got."""
+    if not isinstance(value, str):
+        wrong = typed_mismatch(hint, value)
+        if wrong is not None:
+            raise OptionError(f"{what}: expected {TYPE_NAMES.get(wrong, getattr(wrong, '__name__', wrong))}, "
+                              f"got {value!r}")
+        return float(value) if widen and value is not None and _base_type(hint) is float else value
+    base = _base_type(hint)
+    if value.lower() in ("", "none", "null") and type(None) in typing.get_args(hint):
+        return None
     try:
-        if hint is bool:
-            if text.lower() in ("1", "true", "yes", "on"):
+        if base is bool:
+            if value.lower() in ("1", "true", "yes", "on"):
                 return True
-            if text.lower() in ("0", "false", "no", "off"):
+            if value.lower() in ("0", "false", "no", "off"):
                 return False
-            raise ValueError(text)
-        if hint in (int, float):
-            return hint(text)
+            raise ValueError(value)
+        if base in (int, float):
+            return base(value)
+        if base in (list, dict):  # no text spells one
+            raise ValueError(value)
     except ValueError:
-        raise OptionError(f"{entry.kind[:-1]} {entry.name!r}: option {key!r} expects {hint.__name__}, got {text!r}") from None
-    return text
+        raise OptionError(f"{what}: expected {TYPE_NAMES[base]}, got {value!r}") from None
+    return value
 
 
 def _base_type(hint: Any) -> Any:
@@ -179,12 +204,3 @@ def typed_mismatch(hint: Any, value: Any) -> type | None:
           float: lambda v: type(v) in (int, float), str: lambda v: type(v) is str,
           list: lambda v: isinstance(v, list), dict: lambda v: isinstance(v, dict)}.get(base, lambda v: True)
     return None if ok(value) else base
-
-
-def _typed(entry: Entry, key: str, hint: Any, value: Any) -> Any:
-    """A value that arrived typed (from a TOML file): checked against the option's type."""
-    wrong = typed_mismatch(hint, value)
-    if wrong is not None:
-        name = getattr(wrong, "__name__", str(wrong))
-        raise OptionError(f"{entry.kind[:-1]} {entry.name!r}: option {key!r} expects {name}, got {value!r}")
-    return float(value) if _base_type(hint) is float else value

@@ -15,9 +15,10 @@ The config is a TOML file (examples in trainers/configs/), overridable with
     [[evaluation.code]]   benchmark, data, limit, n, k, temperature, top_p, max_tokens
     [[evaluation.tests]]  benchmark, data, limit, k, n_tests (asserts asked), max_tokens
 
-Every key is checked against its section (the trainer's and the backends' by their own
-Options); an unknown or mistyped one fails naming the file, the section, the key and a
-suggestion. The resolved config is DIR/config.json.
+Every key is checked once, against its section (the trainer's and the backends' by their own
+Options), by the converter plugin options use; an unknown or mistyped one fails naming the
+file, the section, the key and a suggestion. The resolved config (``TrainSettings``) holds the
+Options instances the trainer and the backends are handed; DIR/config.json records it.
 
 Stages of a run: open (benchmark, executor, policies, trainer), resume (the last complete
 checkpoint: policies, trainer state, step; the step log and Mistake Book files cut back to
@@ -32,15 +33,13 @@ made before a model loads, then the plan and the resolved config, nothing loaded
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import os
 import random
 import shutil
 import time
-import typing
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -49,17 +48,16 @@ import tomllib
 from codea1.harness.errors import ConfigError
 from codea1.harness.generation import SamplingParams
 from codea1.harness.mirror import SINKS, StepMirror, check_installed
-from codea1.harness.registry import OptionError, did_you_mean, parse_options, typed_mismatch
+from codea1.harness.registry import OptionError, build_dataclass, did_you_mean, parse_options
 from codea1.harness.run import ExecutingRunConfig, Run, check_workers, create_benchmark, load_selection, open_run
 from codea1.harness.runstore import check_same_run
 from codea1.harness.training import TrainContext
 
 SECTIONS = ("train", "benchmark", "executor", "trainer", "policies", "evaluation")
-POLICY_KEYS = {"backend": "torch", "temperature": 1.0, "top_p": 1.0, "max_tokens": 1024}
 
 
 @dataclass
-class TrainSettings:
+class TrainSection:
     """The [train] table."""
 
     trainer: str = ""
@@ -97,6 +95,21 @@ class ExecutorSection:
 
 
 @dataclass
+class PolicySection:
+    """A [policies.ROLE] table: the backend, how the role samples, and the backend's own
+    options (its Options instance; None for a backend that takes none)."""
+
+    backend: str = "torch"
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_tokens: int = 1024
+    options: Any = None
+
+
+POLICY_KEYS = ("backend", "temperature", "top_p", "max_tokens")  # the rest of the table is the backend's
+
+
+@dataclass
 class CodeEvaluation:
     benchmark: str = "humaneval+"
     data: str | None = None
@@ -121,12 +134,49 @@ class TestsEvaluation:
     max_tokens: int = 1024
 
 
+@dataclass
+class EvaluationSection:
+    """[[evaluation.code]] and [[evaluation.tests]]; None where the config has no such key
+    (config.json leaves it out, as it always has)."""
+
+    code: list[CodeEvaluation] | None = None
+    tests: list[TestsEvaluation] | None = None
+
+    def entries(self) -> list[tuple[str, CodeEvaluation | TestsEvaluation]]:
+        return [(kind, e) for kind in ("code", "tests") for e in getattr(self, kind) or []]
+
+
+@dataclass
+class TrainSettings:
+    """The resolved config, each table checked once into its type: the trainer's and the
+    backends' Options instances are the ones the run hands them."""
+
+    train: TrainSection
+    benchmark: BenchmarkSection
+    executor: ExecutorSection
+    trainer: Any  # the trainer's Options instance; None for a trainer that takes none
+    policies: dict[str, PolicySection]
+    evaluation: EvaluationSection
+
+    def as_dict(self) -> dict[str, Any]:
+        """The tables as config.json records them (the TOML --dry-run prints, what identity
+        hashes): the keys and their order are those of every earlier run, so runs resume."""
+        def policy(p: PolicySection) -> dict[str, Any]:
+            return {**{k: getattr(p, k) for k in POLICY_KEYS}, **(asdict(p.options) if p.options is not None else {})}
+
+        return {"train": asdict(self.train), "benchmark": asdict(self.benchmark), "executor": asdict(self.executor),
+                "trainer": asdict(self.trainer) if self.trainer is not None else {},
+                "policies": {role: policy(p) for role, p in self.policies.items()},
+                "evaluation": {kind: [asdict(e) for e in entries] for kind in ("code", "tests")
+                               if (entries := getattr(self.evaluation, kind)) is not None}}
+
+
 @dataclass(kw_only=True)
 class TrainConfig(ExecutingRunConfig):
     config_file: str
+    settings: TrainSettings
     sets: list[str] = field(default_factory=list)
     resume: bool = False
-    settings: dict = field(default_factory=dict)  # the resolved config, section by section
 
     COMMAND = "train"
     ROWS = "steps.jsonl"
@@ -134,15 +184,16 @@ class TrainConfig(ExecutingRunConfig):
     IDENTITY = ("identity",)
 
     def record(self) -> dict[str, Any]:
-        return {"command": self.COMMAND, "config_file": self.config_file, "sets": self.sets, **self.settings,
-                "identity": identity(self.settings)}
+        return {"command": self.COMMAND, "config_file": self.config_file, "sets": self.sets,
+                **self.settings.as_dict(), "identity": identity(self.settings)}
 
 
-def identity(settings: dict) -> str:
+def identity(settings: TrainSettings) -> str:
     """What a resumed run must share with the first: everything but how long it runs, how
     often it checkpoints or evaluates, and where its step log is mirrored."""
-    kept = {k: v for k, v in settings.items() if k != "evaluation"}
-    kept["train"] = {k: v for k, v in settings.get("train", {}).items()
+    kept = settings.as_dict()
+    del kept["evaluation"]
+    kept["train"] = {k: v for k, v in kept["train"].items()
                      if k not in ("steps", "checkpoint_every", "eval_every", "log_to")}
     return hashlib.sha256(json.dumps(kept, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -160,58 +211,19 @@ def load_config(plugins, path: str, sets: list[str], out: str, overwrite: bool =
         raise ConfigError(f"{path}: not TOML: {exc}") from None
     for item in sets:
         apply_set(raw, item, path)
-    for section in raw:
-        if section not in SECTIONS:
-            raise ConfigError(f"{path}: unknown section [{section}]{did_you_mean(section, SECTIONS)}")
-
-    def section(name: str, cls, table: dict):
-        if not isinstance(table, dict):
-            raise ConfigError(f"{path}: [{name}] must be a table")
-        fields = {f.name: f for f in dataclasses.fields(cls)}
-        hints = typing.get_type_hints(cls)
-        for key, value in table.items():
-            if key not in fields:
-                raise ConfigError(f"{path}: [{name}] unknown key {key!r}{did_you_mean(key, fields)}")
-            wrong = typed_mismatch(hints[key], value)
-            if wrong is not None:
-                raise ConfigError(f"{path}: [{name}] key {key!r}: expected {_TYPE_NAMES.get(wrong, wrong.__name__)}, "
-                                  f"got {value!r}")
-        try:
-            return cls(**table)
-        except (TypeError, ValueError) as exc:
-            raise ConfigError(f"{path}: [{name}] {exc}") from None
-
-    train = section("train", TrainSettings, raw.get("train", {}))
+    for name in raw:
+        if name not in SECTIONS:
+            raise ConfigError(f"{path}: unknown section [{name}]{did_you_mean(name, SECTIONS)}")
+    train = section(TrainSection, raw.get("train", {}), path, "train")
     check_installed(train.log_to, f"{path}: [train] log_to")
-    bench = section("benchmark", BenchmarkSection, raw.get("benchmark", {}))
-    executor = section("executor", ExecutorSection, raw.get("executor", {}))
+    bench = section(BenchmarkSection, raw.get("benchmark", {}), path, "benchmark")
+    executor = section(ExecutorSection, raw.get("executor", {}), path, "executor")
     trainer_entry = plugins.trainers.get(train.trainer)
     trainer_options = plugin_options(trainer_entry, raw.get("trainer", {}), path, "trainer")
-    roles = trainer_entry.cls.roles_for(trainer_options)
-    policies_raw = raw.get("policies", {})
-    for role in policies_raw:
-        if role not in roles:
-            raise ConfigError(f"{path}: [policies.{role}]: trainer {train.trainer!r} trains {', '.join(roles)}"
-                              f"{did_you_mean(role, roles)}")
-    policies = {}
-    for role in roles:
-        table = dict(policies_raw.get(role, {}))
-        if not table:
-            raise ConfigError(f"{path}: [policies.{role}] is missing: trainer {train.trainer!r} trains {role}")
-        own = {k: table.pop(k, default) for k, default in POLICY_KEYS.items()}
-        backend = plugins.backends.get(own["backend"])
-        resolved = plugin_options(backend, table, path, f"policies.{role}")
-        policies[role] = {**own, **(dataclasses.asdict(resolved) if resolved is not None else {})}
-    evaluation = raw.get("evaluation", {})
-    for kind in evaluation:
-        if kind not in ("code", "tests"):
-            raise ConfigError(f"{path}: unknown table [evaluation.{kind}]{did_you_mean(kind, ('code', 'tests'))}")
-    evaluation = {kind: [dataclasses.asdict(section(f"evaluation.{kind}][{i}", cls, entry))
-                         for i, entry in enumerate(evaluation.get(kind, []))]
-                  for kind, cls in (("code", CodeEvaluation), ("tests", TestsEvaluation)) if kind in evaluation}
-    settings = {"train": dataclasses.asdict(train), "benchmark": dataclasses.asdict(bench),
-                "executor": dataclasses.asdict(executor), "trainer": dataclasses.asdict(trainer_options)
-                if trainer_options is not None else {}, "policies": policies, "evaluation": evaluation}
+    settings = TrainSettings(train=train, benchmark=bench, executor=executor, trainer=trainer_options,
+                             policies=load_policies(plugins, raw.get("policies", {}), path, train.trainer,
+                                                    trainer_entry.cls.roles_for(trainer_options)),
+                             evaluation=load_evaluation(raw.get("evaluation", {}), path))
     return TrainConfig(benchmark=bench.name, data=bench.data, benchmark_options={k: str(v) for k, v in bench.options.items()},
                        tasks=list(bench.tasks) or None, limit=bench.limit, executor=executor.name,
                        executor_options={k: str(v) for k, v in executor.options.items()}, workers=executor.workers,
@@ -219,8 +231,50 @@ def load_config(plugins, path: str, sets: list[str], out: str, overwrite: bool =
                        resume=resume, settings=settings)
 
 
-_TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true or false", list: "a list",
-               dict: "a table"}
+def load_policies(plugins, tables: dict, path: str, trainer: str, roles: tuple[str, ...]) -> dict[str, PolicySection]:
+    """A [policies.ROLE] per role the trainer trains: its own keys, the rest the backend's options."""
+    if not isinstance(tables, dict) or not all(isinstance(t, dict) for t in tables.values()):
+        raise ConfigError(f"{path}: [policies] must hold a table per role ([policies.{roles[0]}], ...)")
+    for role in tables:
+        if role not in roles:
+            raise ConfigError(f"{path}: [policies.{role}]: trainer {trainer!r} trains {', '.join(roles)}"
+                              f"{did_you_mean(role, roles)}")
+    policies = {}
+    for role in roles:
+        table = tables.get(role, {})
+        if not table:
+            raise ConfigError(f"{path}: [policies.{role}] is missing: trainer {trainer!r} trains {role}")
+        own = section(PolicySection, {k: v for k, v in table.items() if k in POLICY_KEYS}, path, f"policies.{role}")
+        backend = plugins.backends.get(own.backend)
+        own.options = plugin_options(backend, {k: v for k, v in table.items() if k not in POLICY_KEYS}, path,
+                                     f"policies.{role}")
+        policies[role] = own
+    return policies
+
+
+def load_evaluation(tables: dict, path: str) -> EvaluationSection:
+    if not isinstance(tables, dict):
+        raise ConfigError(f"{path}: [evaluation] must be a table")
+    for kind, entries in tables.items():
+        if kind not in ("code", "tests"):
+            raise ConfigError(f"{path}: unknown table [evaluation.{kind}]{did_you_mean(kind, ('code', 'tests'))}")
+        if not isinstance(entries, list):
+            raise ConfigError(f"{path}: [evaluation] {kind} must be a list of tables ([[evaluation.{kind}]])")
+    return EvaluationSection(**{kind: [section(cls, entry, path, f"evaluation.{kind}][{i}")
+                                       for i, entry in enumerate(tables[kind])]
+                                for kind, cls in (("code", CodeEvaluation), ("tests", TestsEvaluation))
+                                if kind in tables})
+
+
+def section(cls, table: dict, path: str, name: str):
+    """Table [name] of the config file as ``cls``; its values are kept as written (an integer
+    for a float stays one), as config.json and the run identity have always recorded them."""
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [{name}] must be a table")
+    try:
+        return build_dataclass(cls, table, f"[{name}] ", "key", widen=False)
+    except OptionError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
 
 
 def plugin_options(entry, table: dict, path: str, name: str):
@@ -261,31 +315,29 @@ def dry_run(plugins, cfg: TrainConfig) -> dict[str, Any]:
     check_workers(cfg)
     parse_options(plugins.executors.get(cfg.executor), cfg.executor_options)
     loaded, selected = load_selection(create_benchmark(plugins, cfg.benchmark, cfg.data, cfg.benchmark_options), cfg)
-    for entries in cfg.settings["evaluation"].values():
-        for entry in entries:
-            plugins.benchmarks.get(entry["benchmark"])  # a run would find out at its first evaluation
-    return {"plan": plan_lines(cfg, action, len(loaded), len(selected)), "config": toml_text(cfg.settings)}
+    for _, entry in cfg.settings.evaluation.entries():
+        plugins.benchmarks.get(entry.benchmark)  # a run would find out at its first evaluation
+    return {"plan": plan_lines(cfg, action, len(loaded), len(selected)), "config": toml_text(cfg.settings.as_dict())}
 
 
 def plan_lines(cfg: TrainConfig, action: str, loaded: int, selected: int) -> list[str]:
-    t, out = cfg.settings["train"], Path(cfg.out)
-    lines = [f"trainer {t['trainer']}: {t['steps']} steps of {t['batch_size']} questions, seed {t['seed']}, "
-             f"a checkpoint every {steps(t['checkpoint_every'])}, "
-             + (f"evaluation every {steps(t['eval_every'])}" if t["eval_every"] else "no evaluation"),
+    t, out = cfg.settings.train, Path(cfg.out)
+    lines = [f"trainer {t.trainer}: {t.steps} steps of {t.batch_size} questions, seed {t.seed}, "
+             f"a checkpoint every {steps(t.checkpoint_every)}, "
+             + (f"evaluation every {steps(t.eval_every)}" if t.eval_every else "no evaluation"),
              f"benchmark {cfg.benchmark}: {selected} of {loaded} tasks" + (f" ({cfg.data})" if cfg.data else ""),
              f"executor {cfg.executor}: {cfg.workers or 'one per core'} workers"]
-    for role, p in cfg.settings["policies"].items():
-        shown = ", ".join(f"{k} {p[k]}" for k in ("model", "device", "dtype") if k in p)
-        lines.append(f"policy {role}: backend {p['backend']}" + (f", {shown}" if shown else ""))
-    for kind, entries in cfg.settings["evaluation"].items():
-        lines += [f"evaluation {kind}: {e['benchmark']}" + (f", first {e['limit']} tasks" if e["limit"] else "")
-                  for e in entries]
-    if t["log_to"]:
-        lines.append("step log mirrored to " + ", ".join(f"{sink} ({out / sink})" for sink in t["log_to"]))
+    for role, p in cfg.settings.policies.items():
+        shown = ", ".join(f"{k} {getattr(p.options, k)}" for k in ("model", "device", "dtype") if hasattr(p.options, k))
+        lines.append(f"policy {role}: backend {p.backend}" + (f", {shown}" if shown else ""))
+    lines += [f"evaluation {kind}: {e.benchmark}" + (f", first {e.limit} tasks" if e.limit else "")
+              for kind, e in cfg.settings.evaluation.entries()]
+    if t.log_to:
+        lines.append("step log mirrored to " + ", ".join(f"{sink} ({out / sink})" for sink in t.log_to))
     if action == "resume":
         last, done = last_checkpoint(out)
         where = f"from {last.relative_to(out)}" if last is not None else "no checkpoint: from the start"
-        lines.append(f"out {out}: resumes after {done} of {t['steps']} steps ({where})")
+        lines.append(f"out {out}: resumes after {done} of {t.steps} steps ({where})")
     else:
         lines.append(f"out {out}: " + ("replaces the training run there" if action == "overwrite" else "a new run"))
     return lines
@@ -296,8 +348,8 @@ def steps(n: int) -> str:
 
 
 def toml_text(settings: dict) -> str:
-    """The resolved config as a TOML file; a None (TOML has none) is left out, a default
-    of None being what it stands for."""
+    """The resolved config (``TrainSettings.as_dict``) as a TOML file; a None (TOML has
+    none) is left out, a default of None being what it stands for."""
     lines: list[str] = []
 
     def table(header: str, values: dict) -> None:
@@ -341,28 +393,27 @@ def toml_value(value: Any) -> str:
 def train(plugins, cfg: TrainConfig) -> dict[str, Any]:
     settings = cfg.settings
     out = Path(cfg.out)
-    refuse_or_clear(cfg, out, plugins.trainers.get(settings["train"]["trainer"]).cls)
+    refuse_or_clear(cfg, out, plugins.trainers.get(settings.train.trainer).cls)
     with open_run(plugins, cfg) as run:
         context, trainer = open_trainer(plugins, run, cfg)
         run.start(environment={"policies": {role: p.info() for role, p in context.policies.items()}})
         first = resume(run, trainer, context, out) if cfg.resume else 0
-        train_settings = settings["train"]
+        t = settings.train
         rows = run.store.load_rows()
         t0 = time.perf_counter()
-        with step_bar(train_settings["steps"], first, cfg.progress) as bar, \
-                StepMirror(train_settings["log_to"], out, settings) as mirror:
+        with step_bar(t.steps, first, cfg.progress) as bar, StepMirror(t.log_to, out, settings.as_dict()) as mirror:
             context.show_phase = lambda name: bar.set_postfix_str(name, refresh=True)
-            for step in range(first, train_settings["steps"]):
+            for step in range(first, t.steps):
                 # the trainer gets the 0-based index (its seeds); every file and figure counts from 1
-                row = {"step": step + 1, **trainer.step(step, questions_for(run, train_settings, step)),
+                row = {"step": step + 1, **trainer.step(step, questions_for(run, t, step)),
                        "timing": context.step_timing()}
-                if train_settings["eval_every"] and (step + 1) % train_settings["eval_every"] == 0:
+                if t.eval_every and (step + 1) % t.eval_every == 0:
                     context.show_phase("evaluate")
-                    row["evaluation"] = evaluate_policies(plugins, run, context, settings["evaluation"], out, step)
+                    row["evaluation"] = evaluate_policies(plugins, run, context, settings.evaluation, out, step)
                 run.store.append_row(row)
                 mirror.log(row)
                 rows.append(row)
-                if (step + 1) % train_settings["checkpoint_every"] == 0 or step + 1 == train_settings["steps"]:
+                if (step + 1) % t.checkpoint_every == 0 or step + 1 == t.steps:
                     context.show_phase("checkpoint")
                     checkpoint(context, trainer, out, step + 1)
                 bar.update(1)
@@ -370,7 +421,7 @@ def train(plugins, cfg: TrainConfig) -> dict[str, Any]:
         exported = {role: str(out / "export" / role) for role in context.policies}
         for role, policy in context.policies.items():
             policy.export(exported[role])
-        return run.finish({"command": "train", "trainer": train_settings["trainer"], "steps": len(rows),
+        return run.finish({"command": "train", "trainer": t.trainer, "steps": len(rows),
                            "exported": exported, "last": rows[-1] if rows else {},
                            "seconds_this_run": round(time.perf_counter() - t0, 3)})
 
@@ -401,30 +452,26 @@ def out_action(cfg: TrainConfig, out: Path) -> str:
 
 
 def open_trainer(plugins, run: Run, cfg: TrainConfig):
-    settings = cfg.settings
+    settings, seed = cfg.settings, cfg.settings.train.seed
     policies, sampling = {}, {}
-    for role, table in settings["policies"].items():
-        own = {k: table[k] for k in POLICY_KEYS}
-        options = {k: v for k, v in table.items() if k not in POLICY_KEYS}
-        policies[role] = plugins.backends.create(own["backend"], options, seed=settings["train"]["seed"])
-        sampling[role] = SamplingParams(temperature=own["temperature"], top_p=own["top_p"],
-                                        max_tokens=own["max_tokens"], seed=settings["train"]["seed"])
-    context = TrainContext(plugins=plugins, run=run, policies=policies, sampling=sampling,
-                           seed=settings["train"]["seed"], out=Path(cfg.out))
-    trainer = plugins.trainers.create(settings["train"]["trainer"], settings["trainer"] or None, context=context)
+    for role, p in settings.policies.items():
+        policies[role] = plugins.backends.create(p.backend, p.options, seed=seed)
+        sampling[role] = SamplingParams(temperature=p.temperature, top_p=p.top_p, max_tokens=p.max_tokens, seed=seed)
+    context = TrainContext(plugins=plugins, run=run, policies=policies, sampling=sampling, seed=seed, out=Path(cfg.out))
+    trainer = plugins.trainers.create(settings.train.trainer, settings.trainer, context=context)
     return context, trainer
 
 
-def questions_for(run: Run, train_settings: dict, step: int) -> list:
+def questions_for(run: Run, train: TrainSection, step: int) -> list:
     """The step's questions: epoch e is a permutation of the tasks seeded by (seed, e);
     step s takes the next batch_size of them, wrapping into the next epoch."""
     ids = list(run.problems)
-    size = train_settings["batch_size"]
+    size = train.batch_size
     out = []
     for position in range(step * size, (step + 1) * size):
         epoch, index = divmod(position, len(ids))
         order = ids[:]
-        random.Random(f"{train_settings['seed']}/{epoch}").shuffle(order)
+        random.Random(f"{train.seed}/{epoch}").shuffle(order)
         out.append(run.problems[order[index]])
     return out
 
@@ -503,7 +550,8 @@ class step_bar:
             self.bar.close()
 
 
-def evaluate_policies(plugins, run: Run, context: TrainContext, evaluation: dict, out: Path, step: int) -> dict:
+def evaluate_policies(plugins, run: Run, context: TrainContext, evaluation: EvaluationSection, out: Path,
+                      step: int) -> dict:
     """The current policies through the evaluate and evaluate-tests flows: the code policy's
     samples scored (avg@k), the test policy's suites scored (test-pass@k, mut@k, Mul)."""
     from codea1.harness.flows.evaluate import EvaluateConfig, evaluate
@@ -514,35 +562,33 @@ def evaluate_policies(plugins, run: Run, context: TrainContext, evaluation: dict
 
     results: dict[str, Any] = {}
     root = out / "evaluation" / f"step-{step + 1:06d}"
-    for kind, entries in (("code", evaluation.get("code", [])), ("tests", evaluation.get("tests", []))):
+    for kind, e in evaluation.entries():
         role = kind if kind in context.policies else "code"
-        for entry in entries:
-            e = (CodeEvaluation if kind == "code" else TestsEvaluation)(**entry)
-            bench = create_benchmark(plugins, e.benchmark, e.data, {})
-            problems = select_tasks(bench.load(), None, e.limit, e.benchmark)
-            prompt = get_prompt(DEFAULT_PROMPT["code" if kind == "code" else "tests"])
-            messages = [prompt.messages(**{f: {"question": question_text(p), "k": getattr(e, "n_tests", 8),
-                                              "entry_point": p.entry_point, "code": ""}[f] for f in prompt.fields()})
-                        for p in problems]
-            sampling = SamplingParams(e.temperature, e.top_p, e.max_tokens, context.seed_for(step, f"eval/{kind}"))
-            samples = context.policies[role].generate(messages, e.n if kind == "code" else 1, sampling,
-                                                      context.seed_for(step, f"eval/{kind}/{e.benchmark}"))
-            folder = root / f"{kind}-{e.benchmark}"
-            folder.mkdir(parents=True, exist_ok=True)
-            if kind == "code":
-                rows = [{"task_id": p.task_id, "solution": program_from_response(p.prompt, p.entry_point, s.text)}
-                        for p, row in zip(problems, samples) for s in row]
-                (folder / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-                r = evaluate(plugins, EvaluateConfig(benchmark=e.benchmark, data=e.data, samples=str(folder / "samples.jsonl"),
-                                                     k=e.k, tasks=[p.task_id for p in problems], out=str(folder / "run"),
-                                                     overwrite=True, progress=False), executor=run.executor)
-            else:
-                rows = [{"task_id": p.task_id, "tests": extract_tests(row[0].text, p.entry_point, max(e.k)).tests}
-                        for p, row in zip(problems, samples)]
-                (folder / "tests.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-                r = evaluate_tests(plugins, EvaluateTestsConfig(
-                    benchmark=e.benchmark, data=e.data, tests=str(folder / "tests.jsonl"), k=e.k, coverage=False,
-                    tasks=[p.task_id for p in problems], out=str(folder / "run"), overwrite=True, progress=False,
-                    executor=run.cfg.executor, executor_options=run.cfg.executor_options, workers=run.cfg.workers))
-            results[f"{kind}/{e.benchmark}"] = r["metrics"]
+        bench = create_benchmark(plugins, e.benchmark, e.data, {})
+        problems = select_tasks(bench.load(), None, e.limit, e.benchmark)
+        prompt = get_prompt(DEFAULT_PROMPT["code" if kind == "code" else "tests"])
+        messages = [prompt.messages(**{f: {"question": question_text(p), "k": getattr(e, "n_tests", 8),
+                                          "entry_point": p.entry_point, "code": ""}[f] for f in prompt.fields()})
+                    for p in problems]
+        sampling = SamplingParams(e.temperature, e.top_p, e.max_tokens, context.seed_for(step, f"eval/{kind}"))
+        samples = context.policies[role].generate(messages, e.n if kind == "code" else 1, sampling,
+                                                  context.seed_for(step, f"eval/{kind}/{e.benchmark}"))
+        folder = root / f"{kind}-{e.benchmark}"
+        folder.mkdir(parents=True, exist_ok=True)
+        if kind == "code":
+            rows = [{"task_id": p.task_id, "solution": program_from_response(p.prompt, p.entry_point, s.text)}
+                    for p, row in zip(problems, samples) for s in row]
+            (folder / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+            r = evaluate(plugins, EvaluateConfig(benchmark=e.benchmark, data=e.data, samples=str(folder / "samples.jsonl"),
+                                                 k=e.k, tasks=[p.task_id for p in problems], out=str(folder / "run"),
+                                                 overwrite=True, progress=False), executor=run.executor)
+        else:
+            rows = [{"task_id": p.task_id, "tests": extract_tests(row[0].text, p.entry_point, max(e.k)).tests}
+                    for p, row in zip(problems, samples)]
+            (folder / "tests.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+            r = evaluate_tests(plugins, EvaluateTestsConfig(
+                benchmark=e.benchmark, data=e.data, tests=str(folder / "tests.jsonl"), k=e.k, coverage=False,
+                tasks=[p.task_id for p in problems], out=str(folder / "run"), overwrite=True, progress=False,
+                executor=run.cfg.executor, executor_options=run.cfg.executor_options, workers=run.cfg.workers))
+        results[f"{kind}/{e.benchmark}"] = r["metrics"]
     return results

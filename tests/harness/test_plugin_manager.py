@@ -100,15 +100,26 @@ def test_cli_unknown_benchmark_fails_clearly():
 
 
 def test_plugin_options_are_validated_by_each_plugin(plugins):
-    with pytest.raises(OptionError, match="has no option 'netwrk'; did you mean 'network'"):
+    with pytest.raises(OptionError, match="executor 'subprocess': unknown option 'netwrk'; did you mean 'network'"):
         plugins.executors.create("subprocess", {"netwrk": "allow"})
     with pytest.raises(OptionError, match="network must be 'isolate' or 'allow'"):
         plugins.executors.create("subprocess", {"network": "open"})
-    with pytest.raises(OptionError, match="expects int"):
+    with pytest.raises(OptionError, match="option 'file_mb': expected an integer, got 'lots'"):
         plugins.executors.create("subprocess", {"file_mb": "lots"})
     with pytest.raises(OptionError, match="split must be"):
         plugins.benchmarks.create("bigcodebench", {"split": "chat"})
     assert plugins.benchmarks.create("bigcodebench", {"split": "instruct"}).options.split == "instruct"
+
+
+def test_a_plugin_takes_its_options_already_built(plugins):
+    """The train flow checks its config once and hands each plugin the Options it built."""
+    from codea1.harness.registry import parse_options
+
+    options = parse_options(plugins.benchmarks.get("bigcodebench"), {"split": "instruct"})
+    assert plugins.benchmarks.create("bigcodebench", options).options is options
+    with pytest.raises(TypeError, match="executor 'subprocess' takes a dict or .*SubprocessOptions, not "
+                                       "BigCodeBenchOptions"):
+        plugins.executors.create("subprocess", options)
 
 
 def test_a_name_taken_twice_is_an_error(tmp_path):

@@ -239,7 +239,7 @@ def test_config_mistakes_name_the_file_section_and_key(warm, tmp_path, capsys):
     sections = code_a1(warm, steps=1)
     bad = write_config(tmp_path / "bad.toml", {**sections, "trainer": {"alpah": 0.5}})
     assert main(["train", "--config", str(bad), "--out", str(tmp_path / "o")]) == 2
-    assert f"{bad}: [trainer] trainer 'code-a1' has no option 'alpah'; did you mean 'alpha'" in capsys.readouterr().err
+    assert f"{bad}: [trainer] trainer 'code-a1': unknown option 'alpah'; did you mean 'alpha'" in capsys.readouterr().err
     bad = write_config(tmp_path / "bad2.toml", {**sections, "train": {**sections["train"], "stpes": 3}})
     assert main(["train", "--config", str(bad), "--out", str(tmp_path / "o")]) == 2
     assert "[train] unknown key 'stpes'; did you mean 'steps'" in capsys.readouterr().err
@@ -271,7 +271,7 @@ def test_every_shipped_config_loads(plugins):
                                          "demo-self-play", "paper-1.5b", "paper-7b"}
     for path in configs:
         cfg = load_config(plugins, str(path), [], "/nonexistent/out")
-        assert cfg.settings["train"]["trainer"] in plugins.trainers.names(), path
+        assert cfg.settings.train.trainer in plugins.trainers.names(), path
 
 
 def golden_pass_rate(model: Path, tmp: Path, name: str) -> float:
