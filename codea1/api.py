@@ -38,7 +38,7 @@ from codea1.harness.records import (
 from codea1.harness.registry import Registry
 from codea1.harness.reporting import Figure, Report, Reporter, Table
 from codea1.harness.sandbox.executor import ZygoteExecutor
-from codea1.harness.training import PolicyBackend, PolicySample, Trainer
+from codea1.harness.training import LogColumn, PolicyBackend, PolicySample, StepFigure, StepFiles, Trainer
 
 __all__ = [
     # hooks
@@ -53,7 +53,7 @@ __all__ = [
     # metrics
     "CodeMetric", "TestMetric", "MetricValue",
     # training and reports
-    "Trainer", "PolicyBackend", "PolicySample", "Reporter", "Report", "Table", "Figure",
+    "Trainer", "PolicyBackend", "PolicySample", "LogColumn", "StepFigure", "StepFiles", "Reporter", "Report", "Table", "Figure",
     # commands and errors
     "Command", "Codea1Error", "ConfigError",
     # records

@@ -446,7 +446,7 @@ def unfinished(job: ExecJob, raw: RawResult) -> int | None:
 
     Its later tests then run in a fresh process: ending early never turns a program's
     failures into tests that did not run. (Jobs that stop at a timeout are the trainers':
-    ``trainers.rollouts.run_codes`` continues them itself, within the program's budget.)"""
+    ``trainers.method.rollouts.run_codes`` continues them itself, within the program's budget.)"""
     if job.fail_fast or job.stop_on_timeout or raw.sandbox_error or raw.load_error or raw.exit.startswith("protocol:") \
             or raw.exit == "cancelled" or job.batch_timeout - raw.wall_time < MIN_CONTINUATION_BUDGET:
         return None

@@ -18,7 +18,7 @@ garbage collector, the job it was sent) nor change how it is computed. Every flo
 its problems where it prepares them, before their reference runs: ``codea1 evaluate``
 (``flows.evaluate.reference_stage``; ``tts`` evaluates through it), test validation
 (``harness.validity.check_suites``: ``evaluate-tests``, golden or ``--allow-other-forms``,
-and training's validation), the trainers' golden tests (``trainers.rollouts.GoldenTests``)
+and training's validation), the trainers' golden tests (``trainers.method.rollouts.GoldenTests``)
 and SFT's search for failing candidates. ``harness.execution`` refuses to encode a test
 that still has an expression for the sandbox.
 

@@ -1,7 +1,7 @@
 """The pure math of codea1: estimators and metric formulas, no I/O.
 
-Metric plugins call these functions; training rewards, advantages and TopVar join them
-here. Every function takes plain values (booleans per sample, ``TaskRecord``s) and returns
+Metric plugins call these functions (training's rewards, advantages and TopVar are the
+training method's: ``codea1.trainers.method.rewards``). Every function takes plain values (booleans per sample, ``TaskRecord``s) and returns
 numbers or a ``MetricValue``, so tests can hit them with hand-worked examples.
 
 Code metrics (one task's samples, in sample order):

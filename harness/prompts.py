@@ -98,6 +98,16 @@ def get_prompt(name: str, override: str | None = None) -> Prompt:
     return prompts[name]
 
 
+def question_messages(prompt: Prompt | str, problem: Problem, k: int = 8, code: str | None = "") -> list[dict[str, str]]:
+    """The chat messages of ``prompt`` (a Prompt or a name) for one question: its fields
+    filled from the question, the number of asserts asked (``k``) and the code under test
+    (white-box prompts). Generation, training and the evaluation during training share it."""
+    prompt = get_prompt(prompt) if isinstance(prompt, str) else prompt
+    values = {"question": question_text(problem), "k": k, "entry_point": problem.entry_point,
+              "code": (code or "").strip("\n")}
+    return prompt.messages(**{f: values[f] for f in prompt.fields()})
+
+
 def question_text(problem: Problem) -> str:
     """The question as the model sees it: the benchmark's prompt, plus the function's
     signature when the prompt does not show it (UnLeakedTestBench and KodCode state the

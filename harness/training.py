@@ -267,3 +267,9 @@ def run_columns(plugins: Any, config: dict) -> RunColumns:
     except Codea1Error:
         options = None  # options of another version of the trainer: its default columns
     return RunColumns(name, tuple(entry.cls.columns_for(options)), dict(entry.cls.ablation_keys))
+
+
+def headline(columns: Sequence[LogColumn], row: dict) -> dict[str, float]:
+    """A step row's values of the declared table columns, by key: what a person reads first."""
+    values = {c.key: c.value(row) for c in columns if c.table}
+    return {k: v for k, v in values.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}

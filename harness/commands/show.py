@@ -21,7 +21,7 @@ class ShowCommand(Command):
     def run(self, plugins, args):
         from codea1.harness.flows.show import show
 
-        r = show(args.run)
+        r = show(args.run, plugins)
         if args.json:
             print(json.dumps(r, indent=1))
             return 0

@@ -30,7 +30,7 @@ from codea1.harness.generation import (
 from codea1.harness.jsonl import appended_rows
 from codea1.harness.parsing import extract_code, extract_tests, with_prompt_imports
 from codea1.harness.progress import stage_bar
-from codea1.harness.prompts import DEFAULT_PROMPT, Prompt, get_prompt, question_text
+from codea1.harness.prompts import DEFAULT_PROMPT, Prompt, get_prompt, question_messages
 from codea1.harness.records import Problem
 from codea1.harness.registry import parse_options
 from codea1.harness.run import Run, RunConfig, open_run
@@ -132,9 +132,7 @@ def plan(run: Run, cfg: GenerateConfig, prompt: Prompt) -> list[GenerationReques
             unit = unit_of(task_id, code_index)
             if have[unit] >= cfg.n:
                 continue
-            values = {"question": question_text(p), "k": cfg.k, "entry_point": p.entry_point,
-                      "code": (code or "").strip("\n")}
-            messages = prompt.messages(**{f: values[f] for f in prompt.fields()})
+            messages = question_messages(prompt, p, cfg.k, code)
             indices = list(range(have[unit], cfg.n))
             requests.append(GenerationRequest(task_id, unit, messages, indices,
                                               request_seed(cfg.seed, unit, indices[0]), code_index))

@@ -579,6 +579,8 @@ def sweep_figure(out: Figures, name: str, key: str, meaning: str, runs: list[Run
     getters = ([(f"{w} {m}", lambda r, w=w, m=m: ((r.steps[-1].get("evaluation") or {}).get(w) or {}).get(m))
                 for w, m in series] if series else
                [(c.label, lambda r, c=c: c.value(r.steps[-1])) for c in runs[0].declared.columns if c.sweep])
+    if not getters:
+        return
     fig, ax = out.plt.subplots(figsize=(5.5, 3.6))
     for legend, get in getters:
         points = sorted((r.config["trainer"][key], 100 * get(r)) for r in runs if is_number(get(r)))

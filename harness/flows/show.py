@@ -16,9 +16,9 @@ from typing import Any
 
 from codea1.harness.errors import Codea1Error
 from codea1.harness.flows.report import read_json
-from codea1.harness.mirror import scalars
 from codea1.harness.registry import did_you_mean
 from codea1.harness.runstore import run_status
+from codea1.harness.training import headline, run_columns
 
 ROWS = {"evaluate": "verdicts.jsonl", "evaluate-tests": "tasks.jsonl", "tts": "matrix.jsonl", "train": "steps.jsonl"}
 REPORT_FILES = ("report.md", "report.html", "report.tex", "runs.csv")
@@ -28,13 +28,7 @@ class ShowError(Codea1Error):
     pass
 
 
-def main_scalars(row: dict) -> dict[str, float]:
-    """A step's main figures: rewards, pass rates and losses."""
-    return {k: v for k, v in scalars(row).items()
-            if "/" not in k and (k.startswith(("reward_", "pass_rate_")) or k.endswith("_loss"))}
-
-
-def show(run_dir: str) -> dict[str, Any]:
+def show(run_dir: str, plugins: Any = None) -> dict[str, Any]:
     """kind, status, state (what is missing), config (label -> text), metrics and
     metric_notes (fractions), lines (other figures)."""
     path = Path(run_dir)
@@ -53,7 +47,10 @@ def show(run_dir: str) -> dict[str, Any]:
     results = read_json(path / "results.json") if status == "complete" else {}
     shown = {"path": str(path), "kind": kind, "status": status, "state": "", "config": {}, "metrics": {},
              "metric_notes": {}, "lines": []}
-    KINDS[kind](path, config, results, shown)
+    if kind == "train":
+        show_train(path, config, shown, plugins)
+    else:
+        KINDS[kind](path, config, results, shown)
     if status != "complete" and not shown["state"]:
         rows = ROWS.get(kind) or ("samples.jsonl" if config.get("role") == "code" else "tests.jsonl")
         shown["state"] = f"no results.json yet, {count_rows(path / rows)} rows in {rows}" + (
@@ -139,7 +136,7 @@ def show_tts(path: Path, config: dict, results: dict, shown: dict) -> None:
                               f"unique tests {c['unique_tests']}")
 
 
-def show_train(path: Path, config: dict, results: dict, shown: dict) -> None:
+def show_train(path: Path, config: dict, shown: dict, plugins: Any) -> None:
     from codea1.harness.flows.train import last_checkpoint
     from codea1.harness.jsonl import appended_rows
 
@@ -153,10 +150,12 @@ def show_train(path: Path, config: dict, results: dict, shown: dict) -> None:
         shown["config"]["mirrored to"] = ", ".join(t["log_to"])
     rows = appended_rows(path / "steps.jsonl", error=None, repair=False) if (path / "steps.jsonl").exists() else []
     shown["lines"].append(f"steps: {len(rows)} of {t.get('steps')}")
-    if rows:
+    declared = run_columns(plugins, config) if plugins is not None else None
+    if rows and declared is not None:
         last = rows[-1]
-        shown["lines"].append(f"last step ({last.get('step')}): " + (", ".join(
-            f"{k} {v:.4g}" for k, v in main_scalars(last).items()) or "no reward, pass rate or loss"))
+        shown["lines"].append(f"last step ({last.get('step')}): " + (declared.warning or ", ".join(
+            f"{k} {v:.4g}" for k, v in headline(declared.columns, last).items())
+            or "none of the values its trainer declares"))
     evaluated = [r for r in rows if r.get("evaluation")]
     if evaluated:
         shown["lines"].append(f"last evaluation at step {evaluated[-1].get('step')}:")

@@ -21,11 +21,12 @@ file, the section, the key and a suggestion. The resolved config (``TrainSetting
 Options instances the trainer and the backends are handed; DIR/config.json records it.
 
 Stages of a run: open (benchmark, executor, policies, trainer), resume (the last complete
-checkpoint: policies, trainer state, step; the step log and Mistake Book files cut back to
-it), then per step: the questions (a seeded permutation of the tasks per epoch, so a step's
-questions depend on the step number alone), the trainer's step, a row appended to
-DIR/steps.jsonl (its "step" counts from 1, as checkpoints/step-N, evaluation/step-N and a
-trainer's ``step_files`` (mistake_book/step-N.json) do: N steps done), a checkpoint every ``checkpoint_every`` steps, evaluation every
+checkpoint: policies, trainer state, step; the step log and the trainer's ``step_files``
+cut back to it), then per step: the questions (a seeded permutation of the tasks per epoch,
+so a step's questions depend on the step number alone), the trainer's step, a row appended
+to DIR/steps.jsonl with the step's phase timing (its "step" counts from 1, as
+checkpoints/step-N, evaluation/step-N and the trainer's files, mistake_book/step-N.json, do:
+N steps done), a checkpoint every ``checkpoint_every`` steps, evaluation every
 ``eval_every`` steps; finally the policies exported as Hugging Face directories under
 DIR/export/ROLE. One progress bar for the steps, showing the phase. ``dry_run``: the checks
 made before a model loads, then the plan and the resolved config, nothing loaded or written.
@@ -557,7 +558,7 @@ def evaluate_policies(plugins, run: Run, context: TrainContext, evaluation: Eval
     from codea1.harness.flows.evaluate import EvaluateConfig, evaluate
     from codea1.harness.flows.evaluate_tests import EvaluateTestsConfig, evaluate_tests
     from codea1.harness.parsing import extract_tests, program_from_response
-    from codea1.harness.prompts import DEFAULT_PROMPT, get_prompt, question_text
+    from codea1.harness.prompts import DEFAULT_PROMPT, question_messages
     from codea1.harness.run import select_tasks
 
     results: dict[str, Any] = {}
@@ -566,10 +567,7 @@ def evaluate_policies(plugins, run: Run, context: TrainContext, evaluation: Eval
         role = kind if kind in context.policies else "code"
         bench = create_benchmark(plugins, e.benchmark, e.data, {})
         problems = select_tasks(bench.load(), None, e.limit, e.benchmark)
-        prompt = get_prompt(DEFAULT_PROMPT["code" if kind == "code" else "tests"])
-        messages = [prompt.messages(**{f: {"question": question_text(p), "k": getattr(e, "n_tests", 8),
-                                          "entry_point": p.entry_point, "code": ""}[f] for f in prompt.fields()})
-                    for p in problems]
+        messages = [question_messages(DEFAULT_PROMPT[kind], p, k=getattr(e, "n_tests", 8)) for p in problems]
         sampling = SamplingParams(e.temperature, e.top_p, e.max_tokens, context.seed_for(step, f"eval/{kind}"))
         samples = context.policies[role].generate(messages, e.n if kind == "code" else 1, sampling,
                                                   context.seed_for(step, f"eval/{kind}/{e.benchmark}"))

@@ -367,3 +367,16 @@ def test_a_run_that_failed_in_this_process_is_interrupted_not_in_progress(tmp_pa
     assert (tmp_path / "run" / "running.json").exists() and run_status(tmp_path / "run") == "interrupted"
     assert main(["evaluate", "--benchmark", "demo", "--out", str(tmp_path / "run"), "--no-progress"]) == 0
     assert run_status(tmp_path / "run") == "complete" and not (tmp_path / "run" / "running.json").exists()
+
+
+def test_a_column_declared_lower_is_better_ranks_its_lowest_first():
+    import pandas as pd
+
+    from codea1.harness.flows.report import rank
+    from codea1.harness.reporting import Table
+
+    frame = pd.DataFrame({"error": [0.3, 0.1, 0.2], "score": [0.3, 0.1, 0.2]}, index=["a", "b", "c"]).astype(object)
+    table = Table("t", "t", frame, metric_columns=["error", "score"], lower_better=["error"])
+    rank(table)
+    assert (table.ranks[("b", "error")], table.ranks[("c", "error")]) == (1, 2) and ("a", "error") not in table.ranks
+    assert (table.ranks[("a", "score")], table.ranks[("c", "score")]) == (1, 2)

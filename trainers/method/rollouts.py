@@ -14,17 +14,13 @@ from codea1.harness.execution import DEFAULT_TIME_FACTOR, run_jobs
 from codea1.harness.expected import settle_expected_sources
 from codea1.harness.judge import judge
 from codea1.harness.parsing import program_from_response
-from codea1.harness.prompts import get_prompt, question_text
+from codea1.harness.prompts import question_messages
 from codea1.harness.records import ERROR, SANDBOX_ERROR, ExecJob, Problem, TestCase
 from codea1.harness.reference import run_references
 
 
-def prompt_messages(name: str, problem: Problem, k: int = 8, code: str = "") -> list[dict[str, str]]:
-    """The chat messages of prompt ``name`` (harness/prompts/paper.toml) for one question."""
-    prompt = get_prompt(name)
-    values = {"question": question_text(problem), "k": k, "entry_point": problem.entry_point,
-              "code": code.strip("\n")}
-    return prompt.messages(**{f: values[f] for f in prompt.fields()})
+# The chat messages of a prompt (harness/prompts/paper.toml) for one question.
+prompt_messages = question_messages
 
 
 def program(problem: Problem, response: str) -> str:
