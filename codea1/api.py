@@ -53,7 +53,8 @@ __all__ = [
     # metrics
     "CodeMetric", "TestMetric", "MetricValue",
     # training and reports
-    "Trainer", "PolicyBackend", "PolicySample", "LogColumn", "StepFigure", "StepFiles", "Reporter", "Report", "Table", "Figure",
+    "Trainer", "PolicyBackend", "PolicySample", "LogColumn", "StepFigure", "StepFiles",
+    "Reporter", "Report", "Table", "Figure",
     # commands and errors
     "Command", "Codea1Error", "ConfigError",
     # records
