@@ -100,7 +100,9 @@ def codea1_register_trainers(registry: "Registry") -> None:
 def codea1_register_backends(registry: "Registry") -> None:
     """Add policy backend classes (subclasses of ``codea1.api.PolicyBackend``: a plain
     PyTorch backend, OpenRLHF on Ray): generate rollouts, update from rewards and
-    advantages, save, load and export a policy. Not firstresult."""
+    advantages, save, load and export a policy; ``info`` for environment.json, ``close``
+    once when the run ends however it ends, ``update_size_error`` for an engine with a fixed
+    train batch (checked when the config loads). Not firstresult."""
 
 
 @hookspec

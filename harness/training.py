@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,10 +45,23 @@ class PolicySample:
 
 class PolicyBackend:
     """A trainable policy. Subclasses set ``name`` and ``description``, may declare an
-    ``Options`` dataclass, and implement every method below."""
+    ``Options`` dataclass, and implement every method below. The train flow builds one per
+    role, calls ``info`` when the run starts and ``close`` once when it ends, fails or is
+    interrupted."""
 
     name = ""
     description = ""
+    # True when an update may run beside another policy's (the work happens elsewhere: a
+    # Ray cluster); the trainers' updates then run concurrently (TrainContext.update).
+    concurrent_updates = False
+
+    @classmethod
+    def update_size_error(cls, options: Any, size: int) -> str:
+        """Why an ``update`` of ``size`` samples (what the trainer's config gives each step)
+        cannot run with these options, or "" when it can. Checked with the config, before any
+        model loads: a backend whose engine fixes its train batch at start (DeepSpeed) says
+        so here, not at its first update."""
+        return ""
 
     def __init__(self, options: Any = None, *, seed: int = 0):
         self.options = options
@@ -83,8 +97,14 @@ class PolicyBackend:
         """The policy as a Hugging Face model directory (loadable by the hf generator)."""
         raise NotImplementedError
 
+    def info(self) -> dict[str, Any]:
+        """What the run's environment.json records of this policy (model, device, dtype,
+        library versions)."""
+        return {"backend": self.name}
+
     def close(self) -> None:
-        pass
+        """Release what the policy holds (processes, actors, placement groups, memory); called
+        once, whether the run ended, failed or was interrupted."""
 
 
 @dataclass(frozen=True)
@@ -182,6 +202,18 @@ class TrainContext:
             if timing_key is not None:
                 self.timing[timing_key] = self.timing.get(timing_key, 0.0) + time.perf_counter() - t0
 
+    def update(self, batches: dict[str, tuple[Sequence[PolicySample], Sequence[float], Sequence[float]]]
+               ) -> dict[str, dict[str, float]]:
+        """Each role's ``update(samples, rewards, advantages)``, in the order given, or all at
+        once when every policy's backend allows it (``concurrent_updates``); the statistics
+        by role."""
+        policies = {role: self.policies[role] for role in batches}
+        if len(policies) > 1 and all(p.concurrent_updates for p in policies.values()):
+            with ThreadPoolExecutor(len(policies)) as pool:
+                running = {role: pool.submit(policies[role].update, *batch) for role, batch in batches.items()}
+                return {role: future.result() for role, future in running.items()}
+        return {role: policies[role].update(*batch) for role, batch in batches.items()}
+
     def step_timing(self) -> dict[str, float]:
         """The step's timing, rounded for the log, and a fresh one for the next step."""
         done, self.timing = self.timing, {}
@@ -219,6 +251,13 @@ class Trainer:
         """The policy roles a run with these options trains (the [policies.ROLE] tables the
         config needs); ``roles`` unless a trainer's options choose."""
         return cls.roles
+
+    @classmethod
+    def update_sizes(cls, options: Any, batch_size: int) -> dict[str, int]:
+        """The samples each role's policy gets per ``update`` with these options and
+        ``batch_size`` questions a step (a role left out: its count varies); backends with a
+        fixed train batch check it when the config loads."""
+        return {}
 
     @classmethod
     def columns_for(cls, options: Any) -> tuple[LogColumn, ...]:

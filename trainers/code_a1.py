@@ -120,12 +120,11 @@ class CodeA1Trainer(AdversarialTrainer):
             kept = [(qi, mi) for qi in range(B) for mi in topvar([rewards[qi, m].tests for m in range(M)], o.groups_kept)]
             test_groups = advantages_by_group([rewards[key].tests for key in kept],
                                               [bool(results[key].sandbox_error) for key in kept])
-        with ctx.phase("update", "update_s"):  # 7. both policies
-            code_stats = ctx.policies["code"].update([codes[qi][mi] for qi, mi in pairs],
-                                                     [rewards[key].code for key in pairs], code_groups.advantages)
-            test_stats = ctx.policies["tests"].update([s for key in kept for s in tests[key]],
-                                                      [r for key in kept for r in rewards[key].tests],
-                                                      test_groups.advantages)
+        with ctx.phase("update", "update_s"):  # 7. both policies (at once where their backends can)
+            stats = ctx.update({"code": ([codes[qi][mi] for qi, mi in pairs], [rewards[key].code for key in pairs],
+                                         code_groups.advantages),
+                                "tests": ([s for key in kept for s in tests[key]],
+                                          [r for key in kept for r in rewards[key].tests], test_groups.advantages)})
         book_change = self.update_book(step, [(questions[qi], results[qi, mi]) for qi, mi in pairs])  # 8.
         return {"questions": [q.task_id for q in questions],
                 **reward_figures([rewards[key].code for key in pairs], [r for key in pairs for r in rewards[key].tests],
@@ -138,7 +137,12 @@ class CodeA1Trainer(AdversarialTrainer):
                 **group_figures(code_groups, test_groups),
                 "advantage_abs_mean": {"code": mean([abs(a) for a in code_groups.advantages]),
                                        "tests": mean([abs(a) for a in test_groups.advantages])},
-                **update_stats("code", code_stats), **update_stats("tests", test_stats)}
+                **update_stats("code", stats["code"]), **update_stats("tests", stats["tests"])}
+
+    @classmethod
+    def update_sizes(cls, options, batch_size):
+        o = options or CodeA1Options()
+        return {"code": batch_size * o.m, "tests": batch_size * min(o.groups_kept, o.m) * o.n}
 
     def validate(self, responses, programs):
         """Step 3 by the reference (the core's check) or, with ``validation = "consensus"``,

@@ -51,6 +51,10 @@ class GoldenTestsTrainer(Trainer):
         super().__init__(options or GoldenTestsOptions(), context=context)
         self.golden = GoldenTests(context, allow_in_process=self.options.allow_in_process_rewards)
 
+    @classmethod
+    def update_sizes(cls, options, batch_size):
+        return {"code": batch_size * (options or GoldenTestsOptions()).m}
+
     def step(self, step, questions):
         o, ctx = self.options, self.context
         bench, executor, policy = ctx.run.bench, ctx.run.executor, ctx.policies["code"]

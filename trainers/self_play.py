@@ -46,6 +46,11 @@ class SelfPlayTrainer(AdversarialTrainer):
                    columns.BOOK_SIZE, columns.BOOK_ADDED, columns.BOOK_REMOVED)
     ablation_keys = columns.REWARD_ABLATIONS
 
+    @classmethod
+    def update_sizes(cls, options, batch_size):
+        o = options or SelfPlayOptions()
+        return {"code": batch_size * (o.m + o.n)}  # the programs and the suites, one update
+
     def step(self, step, questions):
         o, ctx = self.options, self.context
         B, M, N = len(questions), o.m, o.n

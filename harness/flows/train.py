@@ -39,10 +39,12 @@ import json
 import os
 import random
 import shutil
+import sys
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import tomllib
 
@@ -52,7 +54,7 @@ from codea1.harness.mirror import SINKS, StepMirror, check_installed
 from codea1.harness.registry import OptionError, build_dataclass, did_you_mean, parse_options
 from codea1.harness.run import ExecutingRunConfig, Run, check_workers, create_benchmark, load_selection, open_run
 from codea1.harness.runstore import check_same_run
-from codea1.harness.training import TrainContext
+from codea1.harness.training import PolicyBackend, TrainContext
 
 SECTIONS = ("train", "benchmark", "executor", "trainer", "policies", "evaluation")
 
@@ -225,6 +227,7 @@ def load_config(plugins, path: str, sets: list[str], out: str, overwrite: bool =
                              policies=load_policies(plugins, raw.get("policies", {}), path, train.trainer,
                                                     trainer_entry.cls.roles_for(trainer_options)),
                              evaluation=load_evaluation(raw.get("evaluation", {}), path))
+    check_update_sizes(plugins, settings, trainer_entry.cls, path)
     return TrainConfig(benchmark=bench.name, data=bench.data, benchmark_options={k: str(v) for k, v in bench.options.items()},
                        tasks=list(bench.tasks) or None, limit=bench.limit, executor=executor.name,
                        executor_options={k: str(v) for k, v in executor.options.items()}, workers=executor.workers,
@@ -251,6 +254,18 @@ def load_policies(plugins, tables: dict, path: str, trainer: str, roles: tuple[s
                                      f"policies.{role}")
         policies[role] = own
     return policies
+
+
+def check_update_sizes(plugins, settings: TrainSettings, trainer_cls, path: str) -> None:
+    """Each policy's backend can take the updates the trainer will give it (a backend with a
+    train batch fixed at start needs exactly that many samples per update)."""
+    for role, size in trainer_cls.update_sizes(settings.trainer, settings.train.batch_size).items():
+        policy = settings.policies[role]
+        why = plugins.backends.get(policy.backend).cls.update_size_error(policy.options, size)
+        if why:
+            raise ConfigError(f"{path}: [policies.{role}] backend {policy.backend!r}: {why} (trainer "
+                              f"{settings.train.trainer!r} updates the {role} policy with {size} samples a step: "
+                              f"batch_size {settings.train.batch_size} and its [trainer] options)")
 
 
 def load_evaluation(tables: dict, path: str) -> EvaluationSection:
@@ -395,8 +410,8 @@ def train(plugins, cfg: TrainConfig) -> dict[str, Any]:
     settings = cfg.settings
     out = Path(cfg.out)
     refuse_or_clear(cfg, out, plugins.trainers.get(settings.train.trainer).cls)
-    with open_run(plugins, cfg) as run:
-        context, trainer = open_trainer(plugins, run, cfg)
+    with open_run(plugins, cfg) as run, open_policies(plugins, cfg) as (policies, sampling):
+        context, trainer = open_trainer(plugins, run, cfg, policies, sampling)
         run.start(environment={"policies": {role: p.info() for role, p in context.policies.items()}})
         first = resume(run, trainer, context, out) if cfg.resume else 0
         t = settings.train
@@ -452,14 +467,35 @@ def out_action(cfg: TrainConfig, out: Path) -> str:
     return "resume" if holds_run else "start"
 
 
-def open_trainer(plugins, run: Run, cfg: TrainConfig):
-    settings, seed = cfg.settings, cfg.settings.train.seed
+@contextmanager
+def open_policies(plugins, cfg: TrainConfig) -> Iterator[tuple[dict[str, PolicyBackend], dict[str, SamplingParams]]]:
+    """The policies by role, each its backend built from its options, and their sampling;
+    every policy that opened is closed when the run ends, fails or is interrupted (a backend
+    on a cluster leaves no actor behind)."""
+    seed = cfg.settings.train.seed
     policies, sampling = {}, {}
-    for role, p in settings.policies.items():
-        policies[role] = plugins.backends.create(p.backend, p.options, seed=seed)
-        sampling[role] = SamplingParams(temperature=p.temperature, top_p=p.top_p, max_tokens=p.max_tokens, seed=seed)
-    context = TrainContext(plugins=plugins, run=run, policies=policies, sampling=sampling, seed=seed, out=Path(cfg.out))
-    trainer = plugins.trainers.create(settings.train.trainer, settings.trainer, context=context)
+    try:
+        for role, p in cfg.settings.policies.items():
+            policies[role] = plugins.backends.create(p.backend, p.options, seed=seed)
+            sampling[role] = SamplingParams(temperature=p.temperature, top_p=p.top_p, max_tokens=p.max_tokens,
+                                            seed=seed)
+        yield policies, sampling
+    finally:
+        failed = []
+        for policy in policies.values():
+            try:
+                policy.close()
+            except Exception as exc:  # noqa: BLE001 - close the others; the first failure is raised below
+                failed.append(exc)
+        if failed and sys.exc_info()[0] is None:  # an error already on its way wins
+            raise failed[0]
+
+
+def open_trainer(plugins, run: Run, cfg: TrainConfig, policies: dict[str, PolicyBackend],
+                 sampling: dict[str, SamplingParams]):
+    context = TrainContext(plugins=plugins, run=run, policies=policies, sampling=sampling, seed=cfg.settings.train.seed,
+                           out=Path(cfg.out))
+    trainer = plugins.trainers.create(cfg.settings.train.trainer, cfg.settings.trainer, context=context)
     return context, trainer
 
 

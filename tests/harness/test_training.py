@@ -1,12 +1,13 @@
 """The training contract of the core: phases timed into the step's log, declared step-log
-columns read from rows, per-step files found past a checkpoint, and a run's declarations
-looked up from its config.json."""
+columns read from rows, per-step files found past a checkpoint, a run's declarations looked
+up from its config.json, and the policies' updates run together where their backends allow."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
-from codea1.harness.training import LogColumn, StepFiles, TrainContext, headline, run_columns
+from codea1.harness.training import LogColumn, PolicyBackend, StepFiles, TrainContext, headline, run_columns
 
 
 def test_phases_show_on_the_bar_and_add_up_into_the_step_timing():
@@ -58,3 +59,49 @@ def test_a_runs_declarations_come_from_its_trainer(plugins):
     assert old.columns == code_a1.columns  # options of another version: the trainer's default columns
     missing = run_columns(plugins, {"train": {"trainer": "rft"}})
     assert missing.columns == () and "trainer 'rft' is not installed" in missing.warning
+
+
+class Recorder(PolicyBackend):
+    """A policy whose update waits at a barrier: two updates only get past it together."""
+
+    name = "recorder"
+
+    def __init__(self, barrier: threading.Barrier, log: list, concurrent: bool):
+        super().__init__()
+        self.barrier, self.log, self.concurrent_updates = barrier, log, concurrent
+
+    def update(self, samples, rewards, advantages):
+        self.log.append(("start", samples))
+        if self.concurrent_updates:
+            self.barrier.wait()  # raises BrokenBarrierError when the other update never comes
+        self.log.append(("end", samples))
+        return {"samples": len(samples)}
+
+
+def context_with(policies: dict) -> TrainContext:
+    return TrainContext(plugins=None, run=None, policies=policies, sampling={}, seed=0, out=Path("."))
+
+
+def test_updates_run_together_where_every_backend_allows_it():
+    log: list = []
+    barrier = threading.Barrier(2, timeout=600)
+    ctx = context_with({"code": Recorder(barrier, log, True), "tests": Recorder(barrier, log, True)})
+    stats = ctx.update({"code": (["c1", "c2"], [1.0, 0.0], [1.0, -1.0]), "tests": (["t"], [0.5], [0.0])})
+    assert stats == {"code": {"samples": 2}, "tests": {"samples": 1}}
+    assert [event for event, _ in log[:2]] == ["start", "start"]  # both were inside update at once
+
+
+def test_updates_run_in_order_unless_every_backend_allows_more():
+    log: list = []
+    barrier = threading.Barrier(2, timeout=600)
+    ctx = context_with({"code": Recorder(barrier, log, False), "tests": Recorder(barrier, log, True)})
+    ctx.policies["tests"].concurrent_updates = False
+    stats = ctx.update({"code": (["c"], [1.0], [0.0]), "tests": (["t"], [0.5], [0.0])})
+    assert log == [("start", ["c"]), ("end", ["c"]), ("start", ["t"]), ("end", ["t"])]
+    assert list(stats) == ["code", "tests"]
+
+
+def test_the_backend_base_declares_info_close_and_no_size_limit():
+    backend = PolicyBackend()
+    assert backend.info() == {"backend": ""} and backend.close() is None
+    assert PolicyBackend.update_size_error(None, 7) == "" and not PolicyBackend.concurrent_updates
