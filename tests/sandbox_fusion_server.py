@@ -5,7 +5,7 @@ the code with this machine's Python in a subprocess, as the service does in its 
 GET /v1/ping answers "pong". ``faults`` injects the service's known failure modes into the
 next requests, in order: "500" (an error reply), "sandbox_error" (200 with status
 SandboxError), "drop" (the connection closed without a reply), "slow" (no reply for
-``slow_seconds``: a client read timeout) and "ping_down" (the health check fails once).
+as long as the server lives, at most ``slow_seconds``: a client read timeout) and "ping_down" (the health check fails once).
 ``in_flight`` / ``peak_in_flight`` count /run_code requests being served; with ``gate`` (a
 ``threading.Barrier``) set, each request waits at it before running, so that exactly that
 many must be in flight together.
@@ -27,7 +27,8 @@ class SandboxFusionServer:
     def __init__(self):
         self.faults: list[str] = []
         self.ping_faults = 0
-        self.slow_seconds = 5.0
+        self.slow_seconds = 600.0
+        self.closing = threading.Event()  # a "slow" reply waits for this: it never comes in time
         self.requests = 0
         self.pings = 0
         self.in_flight = 0
@@ -74,7 +75,7 @@ class SandboxFusionServer:
                     self.connection.shutdown(2)
                     return None
                 if fault == "slow":
-                    time.sleep(server.slow_seconds)
+                    server.closing.wait(server.slow_seconds)
                 if fault == "sandbox_error":
                     return self._reply(200, json.dumps({"status": "SandboxError", "message": "pod lost",
                                                         "run_result": None}).encode())
@@ -122,5 +123,6 @@ class SandboxFusionServer:
         return self
 
     def __exit__(self, *exc):
+        self.closing.set()
         self.httpd.shutdown()
         self.httpd.server_close()
