@@ -18,14 +18,39 @@ array      list
 {"d": []}  dict, as [key, value] pairs       {"b": ""}  bytes (latin-1 text)
 {"c": []}  complex      {"o": "name"}  an object that is not plain data (Opaque)
 {"h": ""}  int of more than 256 bits, in hex (decimal conversion is quadratic in CPython)
+{"a": []}  numpy array, pandas Index, Series or DataFrame (``Array``): [kind, shape,
+           items in C order(, keys)]; made only by ``to_tree(..., arrays=True)``
+           (script tests' reports)
 =========  ==================================
+
+Arrays. Script tests check numpy arrays and pandas objects (``assertIn("x", df.columns)``,
+``assertEqual(arr, 80)`` on a one-element array). With ``arrays``, the child reads exactly
+numpy's ``ndarray`` (and ``numpy.ma.MaskedArray``) with ndarray's own C methods, and exactly
+pandas' ``Index``, ``RangeIndex``, ``Series`` and ``DataFrame`` (their values through such an
+ndarray); every other class, subclasses included, stays opaque. The parent gets an ``Array``
+of plain items and applies numpy's and pandas' semantics to it itself.
+
+Why a program cannot forge a check this way. What the child sends is at most a value the
+program could have returned (an object array holds any plain items), and the comparison is
+the parent's own. numpy's ndarray is a C type: a program can neither make one (every class
+made in Python is a heap type; the flags, module and name are read with ``type``'s own
+descriptors, bound before the program runs, so no metaclass answers for its classes) nor
+change its methods (``ndarray.tolist = ...`` raises: the type is immutable). A lying
+``tolist`` or ``__eq__`` therefore belongs to a subclass, and a subclass is opaque, never
+equal to anything. pandas' classes are Python classes a program can patch (``Index.tolist
+= ...``), and so can it replace ``sys.modules["pandas"]``: what it gets that way is walked as
+plain data too, the same value it could have put in a genuine Index.
 
 This module imports only the standard library: it runs inside the sandbox child.
 """
 
 from __future__ import annotations
 
+import cmath
+import itertools
 import json
+import math
+import operator
 import sys
 from typing import Any
 
@@ -80,10 +105,11 @@ def _numpy_scalar(value: Any) -> Any:
     return None
 
 
-def to_tree(value: Any, strict: bool = False) -> Any:
+def to_tree(value: Any, strict: bool = False, arrays: bool = False) -> Any:
     """Turn ``value`` into a JSON-able tree of builtins; never calls methods of user classes
     except the base-type constructors of builtin subclasses. A value that is not plain data
-    becomes an opaque leaf, or, with ``strict``, stops the walk (``_NotPlain``)."""
+    becomes an opaque leaf, or, with ``strict``, stops the walk (``_NotPlain``). With
+    ``arrays``, numpy arrays and pandas indexes become arrays (``_array_parts``)."""
     if type(value) is list and len(value) < MAX_ITEMS:  # most values: no walk to set up
         fast = _scalar_list(value)
         if fast is not None:
@@ -121,6 +147,13 @@ def to_tree(value: Any, strict: bool = False) -> Any:
             return {"c": [v.real, v.imag]}
         if t is Guarded:  # before any isinstance: the proxy answers those for its value
             return walk(v._codea1_value, depth)
+        parts = _own_array_parts(v) if t is Array else _array_parts(v, t) if arrays else None
+        if parts is not None:
+            kind, shape, *lists = parts  # items, and the keys of a Series or DataFrame
+            budget[0] -= sum(map(len, lists))
+            if budget[0] < 0:
+                raise PlainDataError(f"value has more than {MAX_ITEMS} items")
+            return {"a": [kind, list(shape), *[_scalar_list(x) or [walk(y, depth + 1) for y in x] for x in lists]]}
         # Subclasses of builtins are reduced to the builtin value: their overridden
         # operators stay behind.
         if isinstance(v, bool):
@@ -144,6 +177,80 @@ def to_tree(value: Any, strict: bool = False) -> Any:
         return {"o": f"{t.__module__}.{t.__qualname__}"}
 
     return walk(value, 0)
+
+
+_HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: set on every class a class statement or type() makes
+# Bound before any program runs; a metaclass cannot answer these for its classes.
+_FLAGS, _MODULE, _NAME = (type.__dict__[k].__get__ for k in ("__flags__", "__module__", "__qualname__"))
+_MRO = type.__dict__["__mro__"].__get__
+
+
+def _numpy_c_type(t: type, name: str) -> bool:
+    """``t`` is numpy's own C type ``numpy.<name>`` (not a class a program made)."""
+    return not _FLAGS(t) & _HEAP_TYPE and _MODULE(t) == "numpy" and _NAME(t) == name
+
+
+def _array_parts(v: Any, t: type) -> tuple | None:
+    """(kind, shape, items in C order[, keys]) of exactly numpy's ndarray or MaskedArray (masked
+    items as None, as its tolist gives them) or pandas' Index, RangeIndex, Series or DataFrame
+    (with their index or columns as keys); None for anything else."""
+    if _numpy_c_type(t, "ndarray"):
+        if t.dtype.__get__(v).kind in ("m", "M"):
+            return None  # datetime64, timedelta64: tolist gives ints (ns) that numpy would not compare as such
+        shape = t.shape.__get__(v)
+        return "ndarray", shape, _flatten(t.tolist(v), len(shape))
+    if any(_numpy_c_type(b, "ndarray") for b in _MRO(t)[1:]):
+        return _masked_parts(v, t)
+    pandas = sys.modules.get("pandas")
+    kind = next((k for k in ("Index", "RangeIndex", "Series", "DataFrame") if t is getattr(pandas, k, None)), None)
+    if kind in ("Index", "RangeIndex"):
+        items = t.tolist(v)
+        return ("Index", (len(items),), items) if type(items) is list else None
+    if kind in ("Series", "DataFrame"):
+        values, keys = t.to_numpy(v), (v.index if kind == "Series" else v.columns).tolist()
+        parts = _array_parts(values, type(values)) if _numpy_c_type(type(values), "ndarray") else None
+        return (kind, parts[1], parts[2], keys) if parts and type(keys) is list else None
+    return None
+
+
+def _masked_parts(v: Any, t: type) -> tuple[str, tuple, list] | None:
+    """A numpy.ma.MaskedArray read with ndarray's own methods: its data, and its mask from the
+    instance (a bool array of the same shape, or numpy's False scalar: nothing masked)."""
+    ndarray = next(b for b in _MRO(t) if _numpy_c_type(b, "ndarray"))
+    if t is not getattr(sys.modules.get("numpy.ma"), "MaskedArray", None) or ndarray.dtype.__get__(v).kind in ("m", "M"):
+        return None  # another subclass: its own methods would decide what it holds
+    shape = ndarray.shape.__get__(v)
+    items = _flatten(ndarray.tolist(v), len(shape))
+    mask = object.__getattribute__(v, "__dict__").get("_mask")
+    if type(mask) is ndarray and ndarray.shape.__get__(mask) == shape:
+        return "ndarray", shape, [None if m else x for x, m in zip(items, _flatten(ndarray.tolist(mask), len(shape)))]
+    if (_numpy_c_type(type(mask), "bool_") or _numpy_c_type(type(mask), "bool")) and not mask:
+        return "ndarray", shape, items  # numpy.ma.nomask
+    return None
+
+
+def _own_array_parts(v: Array) -> tuple:
+    """An Array's parts, checked (a program can make one and set its slots)."""
+    kind, shape, items, keys = v.kind, v.shape, v.items, v.keys
+    if type(kind) is not str or type(shape) is not tuple or not _array_well_formed(kind, list(shape), items, keys):
+        raise PlainDataError("malformed array")
+    return (kind, shape, items) if keys is None else (kind, shape, items, keys)
+
+
+def _array_well_formed(kind: Any, shape: list, items: Any, keys: Any) -> bool:
+    return kind in Array.KINDS and len(shape) <= 64 and all(type(n) is int and n >= 0 for n in shape) \
+        and type(items) is list and math.prod(shape) == len(items) \
+        and (type(keys) is list if kind in ("Series", "DataFrame") else keys is None) \
+        and (kind == "ndarray" or len(shape) == (2 if kind == "DataFrame" else 1)) \
+        and (keys is None or len(keys) == shape[-1 if kind == "DataFrame" else 0])
+
+
+def _flatten(nested: Any, ndim: int) -> list:
+    """ndarray.tolist's nested lists (a scalar for 0-d) -> the items in C order."""
+    items = [nested]
+    for _ in range(ndim):
+        items = [x for row in items for x in row]
+    return items
 
 
 def _scalar_list(v: list | tuple) -> list | None:
@@ -193,7 +300,15 @@ def from_tree(tree: Any) -> Any:
             return complex(float(body[0]), float(body[1]))
         if tag == "o" and type(body) is str:
             return Opaque(body)
+        if tag == "a" and type(body) is list and len(body) in (3, 4):
+            return _array_from_tree(*body)
     raise PlainDataError(f"not a plain-data tree: {str(tree)[:80]}")
+
+
+def _array_from_tree(kind: Any, shape: Any, items: Any, keys: Any = None) -> Array:
+    if type(kind) is not str or type(shape) is not list or not _array_well_formed(kind, shape, items, keys):
+        raise PlainDataError(f"malformed array: {str([kind, shape])[:80]}")
+    return Array(kind, tuple(shape), from_tree(items), None if keys is None else from_tree(keys))
 
 
 def _hashable(v: Any) -> Any:
@@ -215,6 +330,150 @@ def loads(text: str) -> Any:
 def plainify(value: Any) -> Any:
     """Round-trip a value through the codec: what is left is builtins only."""
     return from_tree(to_tree(value))
+
+
+# -- arrays, as the parent sees them -------------------------------------------------------------
+
+class Array:
+    """A numpy array or a pandas Index, Series or DataFrame as plain data: ``kind``
+    ("ndarray", "Index", "Series", "DataFrame"), ``shape``, ``items`` (the values, plain data
+    in C order) and ``keys`` (a Series' index, a DataFrame's columns), with numpy's and
+    pandas' semantics for what tests do with one.
+
+    ``==``, ``!=``, ``<``, ``<=``, ``>``, ``>=`` apply element by element (numpy's broadcasting;
+    nested lists and tuples count as arrays, anything else as one item), and their answer is
+    the truth of the result, as ``if not a == b`` takes it in unittest: one element's truth,
+    else ValueError (numpy's "ambiguous"; numpy 2 says so of empty arrays too); a Series' or
+    DataFrame's result is always ambiguous. ``x in a``: numpy's ``(a == x).any()``; pandas'
+    key lookup in an Index, a Series' index or a DataFrame's columns (hashable keys; NaN is
+    found). ``len`` and iteration as numpy's and pandas' (a DataFrame iterates its columns),
+    ``bool`` as numpy's (pandas' objects: ValueError). No arithmetic.
+    """
+
+    KINDS = ("ndarray", "Index", "Series", "DataFrame")
+    __slots__ = ("items", "keys", "kind", "shape")
+    __hash__ = None  # type: ignore[assignment]  (numpy arrays and pandas objects are unhashable)
+
+    def __init__(self, kind: str, shape: tuple, items: list, keys: list | None = None):
+        self.kind, self.shape, self.items, self.keys = kind, shape, items, keys
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array")
+        if self.kind == "DataFrame":
+            return iter(self.keys)
+        if len(self.shape) == 1:
+            return iter(self.items)
+        step = len(self.items) // self.shape[0] if self.shape[0] else 0
+        return (Array("ndarray", self.shape[1:], self.items[k * step:(k + 1) * step]) for k in range(self.shape[0]))
+
+    def __bool__(self) -> bool:
+        if self.kind != "ndarray":
+            raise ValueError(f"the truth value of a {self.kind} is ambiguous")
+        return _truth(self.items)
+
+    def _compare(self, op, other: object) -> bool:
+        if self.kind in ("Series", "DataFrame"):
+            raise ValueError(f"the truth value of a {self.kind} is ambiguous")
+        return _truth(elementwise(op, self, other))
+
+    def __eq__(self, other: object) -> bool:
+        return self._compare(operator.eq, other)
+
+    def __ne__(self, other: object) -> bool:
+        return self._compare(operator.ne, other)
+
+    def __lt__(self, other: object) -> bool:
+        return self._compare(operator.lt, other)
+
+    def __le__(self, other: object) -> bool:
+        return self._compare(operator.le, other)
+
+    def __gt__(self, other: object) -> bool:
+        return self._compare(operator.gt, other)
+
+    def __ge__(self, other: object) -> bool:
+        return self._compare(operator.ge, other)
+
+    def __contains__(self, key: object) -> bool:
+        if self.kind == "ndarray":
+            return any(elementwise(operator.eq, self, key))
+        hash(key)  # pandas: TypeError for an unhashable key
+        return any(item == key or (is_nan(item) and is_nan(key)) for item in
+                   (self.items if self.kind == "Index" else self.keys))
+
+    def nested(self) -> Any:
+        """The values as ndarray.tolist() gives them: nested lists, the item itself for 0-d."""
+        if not self.shape:
+            return self.items[0]
+        if len(self.shape) == 1:
+            return list(self.items)
+        step = len(self.items) // self.shape[0] if self.shape[0] else 0
+        return [Array("ndarray", self.shape[1:], self.items[k * step:(k + 1) * step]).nested()
+                for k in range(self.shape[0])]
+
+    def __repr__(self) -> str:
+        keys = "" if self.keys is None else f", {'index' if self.kind == 'Series' else 'columns'}={self.keys!r}"
+        return f"{self.kind}({self.nested()!r}{keys})"
+
+
+def is_nan(x: Any) -> bool:
+    return (type(x) is float and math.isnan(x)) or (type(x) is complex and cmath.isnan(x))
+
+
+def _truth(items: list) -> bool:
+    if len(items) != 1:
+        raise ValueError(f"the truth value of an array of {len(items)} elements is ambiguous")
+    return bool(items[0])
+
+
+def as_array(value: Any) -> Array:
+    """What numpy.asarray makes of plain data: nested lists and tuples of one shape become
+    its dimensions, anything else is an item. ValueError for ragged nesting, as numpy's."""
+    if type(value) is Array:
+        return value
+    shape, level = [], [value]
+    while level and all(type(x) in (list, tuple) for x in level):
+        n = len(level[0])
+        if any(len(x) != n for x in level):
+            raise ValueError("an inhomogeneous shape")
+        shape.append(n)
+        level = [y for x in level for y in x]
+    if any(type(x) in (list, tuple) for x in level):
+        raise ValueError("an inhomogeneous shape")
+    return Array("ndarray", tuple(shape), level)
+
+
+def elementwise(op, left: Any, right: Any) -> list:
+    """``op`` applied to the items of two arrays broadcast together (numpy's rules)."""
+    a, b = as_array(left), as_array(right)
+    if a.shape == b.shape:
+        return [op(x, y) for x, y in zip(a.items, b.items)]
+    if not b.shape:
+        return [op(x, b.items[0]) for x in a.items]
+    if not a.shape:
+        return [op(a.items[0], y) for y in b.items]
+    n = max(len(a.shape), len(b.shape))
+    sa, sb = (1,) * (n - len(a.shape)) + a.shape, (1,) * (n - len(b.shape)) + b.shape
+    if any(x != y and 1 not in (x, y) for x, y in zip(sa, sb)):
+        raise ValueError(f"operands could not be broadcast together with shapes {a.shape} {b.shape}")
+    shape = tuple(y if x == 1 else x for x, y in zip(sa, sb))
+    return [op(x, y) for x, y in zip(_spread(a.items, sa, shape), _spread(b.items, sb, shape))]
+
+
+def _spread(items: list, shape: tuple, target: tuple) -> list:
+    """The items of an array of ``shape`` repeated along its length-1 axes to ``target``."""
+    strides, step = [], 1
+    for n, m in zip(reversed(shape), reversed(target)):
+        strides.append(0 if n == 1 and m != 1 else step)
+        step *= n
+    strides.reverse()
+    return [items[sum(i * s for i, s in zip(index, strides))] for index in itertools.product(*map(range, target))]
 
 
 # -- values handed to test expressions ---------------------------------------------------------

@@ -27,7 +27,7 @@ from codea1.harness.longlived import long_lived
 from codea1.harness.progress import stage_bar
 from codea1.harness.records import SANDBOX_ERROR, ExecJob, Problem, RawResult
 
-CACHE_VERSION = "6"  # bump when what a reference run records changes (large outputs: 3, their digests: 5; the sandbox reads only its job, script checks report values: 6)
+CACHE_VERSION = "7"  # bump when what a reference run records changes (large outputs: 3, their digests: 5; the sandbox reads only its job, script checks report values: 6; arrays, and the test script's imports in the solution's namespace: 7)
 REFERENCE_TEST_LIMIT = 60.0  # seconds per test for the reference (evalplus gives it no limit)
 
 

@@ -14,6 +14,15 @@ reported, and at least one site must have reported: a program that makes a test 
 early, or skips it, fails. Sites inside loops or branches are checked at every report, as
 Python would check them (a loop that runs zero times checks nothing, there as here).
 
+Values are reported as plain data; numpy arrays and pandas' Index, Series and DataFrame as
+``plaindata.Array`` (read from numpy's and pandas' own classes only; the parent applies
+numpy's semantics: ``assertIn("x", df.columns)``, ``assertEqual(one_element_array, 80)``).
+``np.array_equal`` / ``np.allclose`` in a truthy check, with one side known, are compared in
+the parent too. Any other comparison a truthy check would make in the child (an operator,
+``np.isclose``, ``DataFrame.equals``, ``math.isclose``, numpy's comparisons of two run-time
+values) would be the program's to decide (it can patch numpy, pandas and math in its own
+process): such a check is not rewritten.
+
 A script with any check that cannot be rewritten (an expected side computed at run time, a
 mock's ``assert_called_with``, ``self.fail`` or ``raise`` in a test, a skip, a parametrized
 expected value, a comparison inside a truthy assert) stays as it is, ``judged="in-process"``,
@@ -37,6 +46,7 @@ import types
 from typing import Any
 
 from codea1.harness import plaindata
+from codea1.harness.plaindata import is_nan
 
 HOOK_MODULE = "_codea1_report"
 REPORT, RAISES, RAISES_CALL = "__codea1_report__", "__codea1_raises__", "__codea1_raises_call__"
@@ -188,8 +198,21 @@ def _exception_names(node: ast.AST) -> list[str]:
 BUILTIN_ALIASES = {"IOError": "OSError", "EnvironmentError": "OSError"}
 
 
+# Calls that compare (numpy's, pandas' and math's): made in the child, the program decides them
+# (it can patch numpy.allclose or DataFrame.equals), as it decides its own objects' ``==``.
+_COMPARING_CALLS = {"array_equal", "array_equiv", "allclose", "isclose", "equals"}
+# numpy's comparisons a truthy check may make in the parent: their keyword parameters, in order.
+_ARRAY_CHECKS = {"array_equal": ("equal_nan",), "allclose": ("rtol", "atol", "equal_nan")}
+
+
 def _has_compare(node: ast.AST) -> bool:
-    return any(isinstance(n, ast.Compare) for n in ast.walk(node))
+    return any(isinstance(n, ast.Compare) or (isinstance(n, ast.Call) and _called_name(n) in _COMPARING_CALLS)
+               for n in ast.walk(node))
+
+
+def _called_name(call: ast.Call) -> str:
+    """``f`` of ``f(x)``, ``a.b.f(x)`` and ``g(x).f(y)``."""
+    return call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")
 
 
 class _FunctionRewriter:
@@ -252,6 +275,9 @@ class _FunctionRewriter:
         return self.expected(node.args[0]), tolerance
 
     def truthy(self, node: ast.expr, op: str, where: ast.stmt, required: bool) -> ast.stmt:
+        array_check = self.array_check(node, op, where, required)
+        if array_check is not None:
+            return array_check
         if isinstance(node, ast.Compare) and len(node.ops) == 1:
             # assertTrue(a < 3) is `assert a < 3`; assertFalse(a == 3) is `assert a != 3`
             # (the exact negations only: `not a < b` is not `a >= b` for sets or NaN)
@@ -262,6 +288,38 @@ class _FunctionRewriter:
             # The comparison would run in the child, where the program's objects decide it.
             raise _NotRewritable(f"line {where.lineno}: a truthy check with a comparison inside")
         return self.report(node, op, True if op == "truthy" else False, None, where, required)
+
+    def array_check(self, node: ast.expr, op: str, where: ast.stmt, required: bool) -> ast.stmt | None:
+        """``np.array_equal(a, b[, equal_nan])`` / ``np.allclose(a, b[, rtol, atol, equal_nan])``
+        as a truthy check, one side known before the run (``np.array(known)`` too): the other
+        side is reported and the parent compares (numpy's rules). None for any other check."""
+        base, _, name = (_dotted(node.func) or "").rpartition(".") if isinstance(node, ast.Call) else ("", "", "")
+        if name not in _ARRAY_CHECKS or base not in self.owner.numpy_names:
+            return None
+        params = ("a", "b", *_ARRAY_CHECKS[name])
+        if len(node.args) > len(params) or any(isinstance(a, ast.Starred) for a in node.args) \
+                or any(k.arg not in params[2:] for k in node.keywords):
+            raise _NotRewritable(f"line {where.lineno}: {base}.{name} with arguments it does not take")
+        bound = dict(zip(params, node.args)) | {k.arg: k.value for k in node.keywords}
+        if "b" not in bound:
+            raise _NotRewritable(f"line {where.lineno}: {base}.{name} of one value")
+        tolerance = {k: self.expected(bound[k]) for k in params[2:] if k in bound}
+        for actual, known, first in ((bound["a"], bound["b"], True), (bound["b"], bound["a"], False)):
+            try:
+                expected = self.expected(self.unwrapped_array(known))
+            except Unknown:
+                continue
+            tolerance |= {"actual_first": first, "negate": op == "falsy"}
+            return self.report(actual, name, expected, tolerance, where, required)
+        raise _NotRewritable(f"line {where.lineno}: {base}.{name} of two values computed at run time")
+
+    def unwrapped_array(self, node: ast.expr) -> ast.expr:
+        """``np.array(x)`` / ``np.asarray(x)`` -> ``x``: numpy's comparisons take lists as arrays."""
+        if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords:
+            base, _, name = (_dotted(node.func) or "").rpartition(".")
+            if name in ("array", "asarray") and base in self.owner.numpy_names:
+                return node.args[0]
+        return node
 
     def assert_statement(self, node: ast.Assert, required: bool) -> list[ast.stmt]:
         test = node.test
@@ -404,9 +462,10 @@ def _loads(fn: ast.FunctionDef) -> dict[str, int]:
 
 
 class _ScriptRewriter:
-    def __init__(self):
+    def __init__(self, numpy_names: set[str]):
         self.sites: list[Site] = []
         self.raises_names: set[str] = set()  # `as` names of raises-blocks: their .match() is a check
+        self.numpy_names = numpy_names  # names the script reaches numpy by
 
     def function(self, fn: ast.FunctionDef, qualname: str) -> None:
         """Rewrites ``fn`` in place. A local used both as an expected value and as anything
@@ -441,6 +500,15 @@ class _ScriptRewriter:
 
 def _deep_copy(node: ast.AST) -> ast.AST:
     return copy.deepcopy(node)
+
+
+def _drop_redefined(module: ast.Module) -> None:
+    """Removes each test function that a later one of the same name replaces (Python keeps the
+    last definition: the earlier one never runs, and its checks would never report)."""
+    for body in [module.body] + [n.body for n in module.body if isinstance(n, ast.ClassDef)]:
+        last = {n.name: n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        body[:] = [n for n in body if not (isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                                           and n.name.startswith("test") and last[n.name] is not n)]
 
 
 def _test_functions(module: ast.Module, framework: str) -> list[tuple[ast.FunctionDef, str]]:
@@ -490,6 +558,17 @@ def _top_level_names(module: ast.Module) -> set[str]:
     return names
 
 
+def _numpy_names(module: ast.Module) -> set[str]:
+    """The names the script reaches numpy by: those its imports bind to it, and ``np`` and
+    ``numpy`` when it binds them to nothing (a BigCodeBench test may use the solution's ``np``)."""
+    names = {"np", "numpy"} - _top_level_names(module)
+    for node in module.body:
+        if isinstance(node, ast.Import):
+            names |= {a.asname or "numpy" for a in node.names if a.name == "numpy" or
+                      (a.name.startswith("numpy.") and a.asname is None)}
+    return names
+
+
 @dataclasses.dataclass
 class RewrittenScript:
     script: str
@@ -510,7 +589,8 @@ def rewrite_script(script: str, framework: str) -> tuple[RewrittenScript | None,
         module = ast.parse(script)
     except SyntaxError as exc:
         return None, f"syntax error: {exc}"
-    rewriter = _ScriptRewriter()
+    _drop_redefined(module)
+    rewriter = _ScriptRewriter(_numpy_names(module))
     functions = _test_functions(module, framework)
     if not functions:
         return None, "no test function"
@@ -570,6 +650,7 @@ def split_test(test) -> list:
         module = ast.parse(test.script)
     except SyntaxError:
         return [test]
+    _drop_redefined(module)
     names = [q for _, q in _test_functions(module, framework)]
     alone = [q for q in names if rewrite_script(_without(module, framework, set(names) - {q}), framework)[0]]
     if not alone:
@@ -615,7 +696,7 @@ class Reporter:
         def snapshot(value):
             # A tree may share lists with the value (plaindata's fast path): copied now, so
             # that the test mutating the object after the check does not change what it saw.
-            return loads(dumps(to_tree(value)))
+            return loads(dumps(to_tree(value, arrays=True)))
 
         def add(entry: list) -> None:
             if len(reports) < MAX_REPORTS:
@@ -675,17 +756,25 @@ class Reporter:
 
 
 def _almost(value: Any, expected: Any, tolerance: dict) -> bool:
+    if type(value) is plaindata.Array and value.kind == "ndarray" and len(value.items) == 1:
+        value = value.items[0]  # numpy: the one element's answer (a larger array is ambiguous)
     if value == expected:
         return True
     diff = abs(value - expected)
     if tolerance.get("delta") is not None:
         return diff <= tolerance["delta"]
-    return round(diff, tolerance.get("places") or 7) == 0
+    places = tolerance.get("places")
+    return round(diff, 7 if places is None else places) == 0
 
 
 def _approx(value: Any, expected: Any, tolerance: dict) -> bool:
     """pytest.approx on plain data: numbers within rel (default 1e-6) or abs (default 1e-12)
-    of each other; containers element by element; anything else by ==."""
+    of each other; containers element by element; anything else by ==. An array against a
+    number: every element (pytest's rule); against a list: its rows."""
+    if type(value) is plaindata.Array:
+        if type(expected) in (int, float, complex):
+            return all(_approx(v, expected, tolerance) for v in value.items)
+        value = value.nested()
     if type(expected) in (list, tuple):
         return type(value) in (list, tuple) and len(value) == len(expected) and \
             all(_approx(v, e, tolerance) for v, e in zip(value, expected))
@@ -705,8 +794,38 @@ def _approx(value: Any, expected: Any, tolerance: dict) -> bool:
     return value == expected
 
 
+def _array_equal(value: Any, expected: Any, tolerance: dict) -> bool:
+    """numpy.array_equal on plain data: False when either is not an array (ragged)."""
+    try:
+        a, b = plaindata.as_array(value), plaindata.as_array(expected)
+    except ValueError:
+        return False
+    nan = bool(tolerance.get("equal_nan"))
+    return a.shape == b.shape and all(x == y or (nan and is_nan(x) and is_nan(y)) for x, y in zip(a.items, b.items))
+
+
+def _allclose(value: Any, expected: Any, tolerance: dict) -> bool:
+    """numpy.allclose on plain data: |a - b| <= atol + rtol * |b| everywhere (b: its second
+    argument), arrays broadcast together; infinities equal to themselves only."""
+    rtol, atol = tolerance.get("rtol", 1e-05), tolerance.get("atol", 1e-08)
+    nan = bool(tolerance.get("equal_nan"))
+    a, b = (value, expected) if tolerance.get("actual_first", True) else (expected, value)
+
+    def close(x, y):
+        if type(x) not in _SCALAR_TYPES or type(y) not in _SCALAR_TYPES or type(rtol) not in _SCALAR_TYPES \
+                or type(atol) not in _SCALAR_TYPES:
+            raise TypeError("allclose of a value that is not a number")
+        if is_nan(x) or is_nan(y):
+            return nan and is_nan(x) and is_nan(y)
+        if math.inf in (abs(x), abs(y)):
+            return x == y
+        return abs(x - y) <= atol + rtol * abs(y)
+
+    return all(plaindata.elementwise(close, a, b))
+
+
 def _count_equal(value: Any, expected: list) -> bool:
-    if type(value) not in (list, tuple, set, frozenset, dict, str):
+    if type(value) not in (list, tuple, set, frozenset, dict, str, plaindata.Array):
         return False
     left = list(expected)
     for item in value:
@@ -746,7 +865,10 @@ def check_site(site: dict, kind: str, payload: list) -> tuple[bool, str]:
         return False, f"{where}: no value reported"
     value = plaindata.from_tree(payload[0])
     try:
-        if op == "approx":
+        if op in _ARRAY_CHECKS:
+            ok = (_array_equal if op == "array_equal" else _allclose)(value, expected, tolerance)
+            ok = ok != bool(tolerance.get("negate"))
+        elif op == "approx":
             ok = _approx(value, expected, tolerance)
         elif op == "almost":
             ok = _almost(value, expected, tolerance)
@@ -760,6 +882,8 @@ def check_site(site: dict, kind: str, payload: list) -> tuple[bool, str]:
         return True, ""
     if op in ("truthy", "falsy"):
         return False, f"{where}: got {short_repr(value)}, expected a {op} value"
+    if op in _ARRAY_CHECKS:
+        op = ("not " if tolerance.get("negate") else "") + op
     return False, f"{where}: got {short_repr(value)}, expected {op} {short_repr(expected)}"
 
 
@@ -777,6 +901,7 @@ def parse_reports(rec: dict, table: dict) -> dict:
             raise ValueError(f"bad report {str(entry)[:80]}")
         kind = entry[1] if len(entry) > 1 else None
         if kind == "v" and len(entry) == 3:
+            plaindata.from_tree(entry[2])  # a malformed tree is a protocol violation (PlainDataError)
             checked.append([entry[0], "v", entry[2]])
         elif kind == "x" and len(entry) == 3:
             checked.append([entry[0], "x", str(entry[2])])

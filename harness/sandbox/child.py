@@ -550,11 +550,17 @@ def _report_pytest(test: dict, limit: float, functions: dict[str, str]) -> None:
 
 def _report_unittest(test: dict, module: types.ModuleType, limit: float, functions: dict[str, str]) -> None:
     """The TestCases class is made in a copy of the solution's namespace: the program's
-    functions (whose globals are the module's) cannot rebind the report hooks by name."""
+    functions (whose globals are the module's) cannot rebind the report hooks by name. What
+    else the script binds (its imports: ``np``, ``os``, ``datetime``) reaches the solution's
+    namespace too, as in bigcodebench, where both share one: solutions use those names."""
     unittest = _fresh_framework("unittest")
     namespace = dict(module.__dict__)
     namespace["__builtins__"] = builtins.__dict__
     exec(compile(test["script"], "test_solution.py", "exec"), namespace)
+    shared = module.__dict__
+    for name, value in namespace.items():
+        if not name.startswith("__") and name != "TestCases" and (name not in shared or shared[name] is not value):
+            shared[name] = value
     cases = namespace.get("TestCases")
     if cases is None:
         raise NameError("the test script defines no TestCases class")

@@ -376,3 +376,188 @@ def test_an_alias_of_a_builtin_exception_is_expected_as_its_class():
     assert judge_reports(table, {**raised, "r": [[0, "e", ["FileNotFoundError", "OSError", "Exception"], ""]]}) \
         == (True, "")
     assert not judge_reports(table, {**raised, "r": [[0, "e", ["ValueError", "Exception"], ""]]})[0]
+
+
+# -- numpy arrays and pandas objects; the test script's names in the solution's namespace ---------
+
+def test_numpys_comparisons_with_a_known_side_are_made_in_the_parent():
+    script = '''import unittest
+import numpy as np
+class TestCases(unittest.TestCase):
+    def test_a(self):
+        self.assertTrue(np.array_equal(task_func(1), [1, 2]))
+        self.assertFalse(np.array_equal(np.array([[1.5]]), task_func(2), equal_nan=True))
+        assert np.allclose(task_func(3), 0.5, atol=0.1)
+'''
+    rewritten, found = sites(script, "unittest")
+    f = "TestCases.test_a"
+    assert found == [("array_equal", [1, 2], {"actual_first": True, "negate": False}, f, True),
+                     ("array_equal", [[1.5]], {"equal_nan": True, "actual_first": False, "negate": True}, f, True),
+                     ("allclose", 0.5, {"atol": 0.1, "actual_first": True, "negate": False}, f, True)]
+    assert "np.array_equal" not in rewritten.script and "__codea1_report__(2, task_func(3))" in rewritten.script
+
+
+@pytest.mark.parametrize("check", ["np.array_equal(task_func(1), expected)", "np.allclose(task_func(1), task_func(2))",
+                                   "task_func(1).equals(expected)", "math.isclose(task_func(1), 0.5)",
+                                   "np.isclose(task_func(1), 0.5).all()"])
+def test_comparisons_made_in_the_child_stay_in_process(check):
+    """numpy.allclose, DataFrame.equals, math.isclose: the program can patch them, as it
+    decides its own objects' ==; a truthy check over one is judged in-process."""
+    script = (f"import unittest, math\nimport numpy as np\nclass TestCases(unittest.TestCase):\n"
+              f"    def test_a(self):\n        expected = np.array([1])\n        self.assertTrue({check})\n")
+    rewritten, why = rewrite_script(script, "unittest")
+    assert rewritten is None and ("comparison inside" in why or "computed at run time" in why), why
+
+
+def test_the_parent_judges_arrays_as_numpy_does():
+    script = '''import unittest
+import numpy as np
+class TestCases(unittest.TestCase):
+    def test_a(self):
+        self.assertIn('email', task_func(1))
+        self.assertEqual(task_func(2), 80)
+        self.assertTrue(np.allclose(task_func(3), [0.5, 1.0]))
+        self.assertAlmostEqual(task_func(4), 5, places=0)
+'''
+    table = table_of(script, "unittest")
+
+    def verdict(*values):
+        return judge_reports(table, {"f": {"TestCases.test_a": "returned"}, "e": "",
+                                     "r": [[k, "v", v] for k, v in enumerate(values)]})
+
+    index = {"a": ["Index", [2], ["name", "email"]]}
+    assert verdict(index, {"a": ["ndarray", [1], [80]]}, {"a": ["ndarray", [2], [0.5, 1.0000001]]}, 5.4) == (True, "")
+    assert verdict(index, {"a": ["ndarray", [1], [80]]}, [0.5, 1.0], {"a": ["ndarray", [], [5.01]]})[0]
+    for wrong in ([{"a": ["Index", [1], ["name"]]}, 80, [0.5, 1.0], 5],  # no 'email'
+                  [index, {"a": ["ndarray", [2], [80, 80]]}, [0.5, 1.0], 5],  # two elements: ambiguous
+                  [index, 80, {"a": ["ndarray", [2, 1], [0.5, 1.0]]}, 5],  # (2, 1) against (2,): broadcast, not close
+                  [index, 80, [0.5, 1.0], 5.6],
+                  [{"a": ["ndarray", [2], [1, 2]]}, 80, [0.5, 1.0], 5]):
+        assert not verdict(*wrong)[0], wrong
+    ok, message = verdict(index, 80, [0.5, 2.0], 5)
+    assert not ok and "expected allclose [0.5, 1.0]" in message
+
+
+def test_a_test_function_defined_twice_is_its_last_definition():
+    script = ("import unittest\nclass TestCases(unittest.TestCase):\n    def test_a(self):\n"
+              "        self.assertEqual(task_func(1), 1)\n    def test_a(self):\n        self.assertEqual(task_func(2), 4)\n")
+    rewritten, found = sites(script, "unittest")
+    assert rewritten.functions == ["TestCases.test_a"] and found == [("==", 4, None, "TestCases.test_a", True)]
+
+
+ARRAYS = '''import unittest
+import os
+import numpy as np
+class TestCases(unittest.TestCase):
+    def test_frame(self):
+        df = task_func(3)
+        self.assertIn('email', df.columns)
+        self.assertNotIn('phone', df.columns)
+        self.assertIn('email', df)
+        self.assertEqual(df.shape, (3, 2))
+    def test_arrays(self):
+        self.assertEqual(peak([3, 80, 5]), 80)
+        self.assertTrue(np.allclose(halves([1, 2]), [0.5, 1.0]))
+        self.assertTrue(np.array_equal(halves([2, 4]), np.array([1, 2])))
+        self.assertIn(2.0, halves([4]))
+    def test_names(self):
+        self.assertEqual(where(), "a/b")
+'''
+# The test imports os and numpy; the solution uses them without importing them (BigCodeBench's
+# tests and solutions share one namespace).
+ARRAYS_GOOD = '''import pandas as pd
+def task_func(n):
+    return pd.DataFrame({"name": ["a"] * n, "email": ["x"] * n})
+def peak(xs):
+    a = np.array(xs)
+    return a[a == a.max()]
+def halves(xs):
+    return np.array(xs) / 2
+def where():
+    return os.path.join("a", "b")
+'''
+ARRAYS_WRONG = ARRAYS_GOOD.replace('"email"', '"mail"').replace("/ 2", "/ 3")
+# Each attack is wrong where it attacks and right elsewhere: its verdict hangs on the defence.
+NO_EMAIL = ("import numpy as np\nimport pandas as pd\n" + ARRAYS_GOOD +
+            "def task_func(n):\n    return pd.DataFrame({'name': ['a'] * n, 'mail': ['x'] * n})\n")
+HALVES_WRONG = ("import numpy as np\n" + ARRAYS_GOOD +  # right for one item, wrong for more
+                "def halves(xs):\n    return np.array(xs) / (2 if len(xs) == 1 else 3)\n")
+ARRAY_ATTACKS = {
+    "ndarray subclass with lying tolist, ==, in": HALVES_WRONG + '''
+class Lying(np.ndarray):
+    def tolist(self):
+        return [0.5, 1.0]
+    def __eq__(self, other):
+        return True
+    def all(self, *args, **kwargs):  # numpy.allclose's last step, in-process
+        return True
+_halves = halves
+def halves(xs):
+    return _halves(xs).view(Lying)
+''',
+    "patched numpy functions": HALVES_WRONG + '''
+np.allclose = np.array_equal = lambda *a, **k: True
+try:
+    np.ndarray.tolist = lambda self: [0.5, 1.0]
+except TypeError:
+    pass
+''',
+    "DataFrame subclass and patched Index": NO_EMAIL + '''
+class Frame(pd.DataFrame):
+    def __contains__(self, key):
+        return key == "email" or key in self.columns
+_contains = pd.Index.__contains__
+pd.Index.__contains__ = lambda self, key: key == "email" or _contains(self, key)
+_task_func = task_func
+def task_func(n):
+    return Frame(_task_func(n))
+''',
+    "a class named numpy.ndarray": HALVES_WRONG + '''
+class Meta(type):
+    __flags__ = property(lambda cls: 0)
+ndarray = Meta("ndarray", (), {"__module__": "numpy", "tolist": lambda self: [0.5, 1.0], "shape": (2,),
+                               "__eq__": lambda self, other: True})
+_halves = halves
+def halves(xs):
+    return _halves(xs) if len(xs) == 1 else ndarray()
+''',
+    "pandas replaced in sys.modules": NO_EMAIL + '''
+import sys, types
+class Index(list):
+    def tolist(self):
+        return ["name", "email"]
+_task_func = task_func
+def task_func(n):
+    frame = _task_func(n)
+    fake = types.ModuleType("pandas")
+    fake.Index = fake.DataFrame = Index
+    sys.modules["pandas"] = fake
+    return frame
+''',
+}
+
+
+def run_scripts(executor, cases: dict[str, tuple[str, str, bool]]) -> dict:
+    """Runs several (program, script, rewrite) at once; their verdicts by name."""
+    jobs = {}
+    for name, (code, script, rewrite) in cases.items():
+        test = TestCase(id="script/0", kind="script", script=script, framework="unittest")
+        test = rewrite_test(test) if rewrite else test
+        assert test.judged == ("parent" if rewrite else "in-process")
+        jobs[name] = ExecJob(job_id=f"a-{len(jobs)}", code=code, tests=[test], time_limits=[60.0], batch_timeout=120.0,
+                             memory_mb=2048)
+    raws = run_jobs(executor, list(jobs.values()))
+    return {name: judge("task", 0, job, raws[job.job_id]) for name, job in jobs.items()}
+
+
+def test_arrays_and_the_scripts_names_reach_the_parent_and_forging_them_fails(executor):
+    pytest.importorskip("numpy")
+    pytest.importorskip("pandas")
+    cases = {"good": (ARRAYS_GOOD, ARRAYS, True), "good in-process": (ARRAYS_GOOD, ARRAYS, False),
+             "wrong": (ARRAYS_WRONG, ARRAYS, True)}
+    cases |= {attack: (code, ARRAYS, True) for attack, code in ARRAY_ATTACKS.items()}
+    verdicts = run_scripts(executor, cases)
+    assert verdicts["good"].status == PASS and verdicts["good in-process"].status == PASS, verdicts["good"].message
+    for name, verdict in verdicts.items():
+        if not name.startswith("good"):  # a check judged in the parent did not hold
+            assert verdict.status == FAIL and "expected " in verdict.message, (name, verdict.message)
