@@ -25,8 +25,12 @@ EXIT_BOUND = 20.0  # seconds from SIGINT to exit; measured under 1 s on a quiet 
 
 
 def start(args: list[str], tmp_path: Path) -> subprocess.Popen:
+    # Ctrl-C as a terminal's: the run's SIGINT is the default one even when the tests were
+    # started in the background by a shell without job control, which ignores SIGINT for its
+    # jobs and their children (Python then never raises KeyboardInterrupt).
     return subprocess.Popen(codea1_command() + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=tmp_path, start_new_session=True)
+                            cwd=tmp_path, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def wait_for_lines(path: Path, n: int, proc: subprocess.Popen, timeout: float = 600.0) -> None:
