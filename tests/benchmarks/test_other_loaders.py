@@ -27,13 +27,13 @@ def write_samples(path, rows):
 
 def test_bigcodebench_splits_subsets_and_missing_libraries(plugins, tmp_path):
     data = shared_file("bigcodebench", "BigCodeBench-v0.1.0.jsonl.gz")
-    complete = {p.task_id: p for p in plugins.benchmarks.create("bigcodebench", {"data": str(data)}).load()}
+    bench = plugins.benchmarks.create("bigcodebench", {"data": str(data)})
+    complete = {p.task_id: p for p in bench.load()}
     instruct = {p.task_id: p for p in plugins.benchmarks.create("bigcodebench", {"data": str(data), "split": "instruct"}).load()}
     assert len(complete) == 1140
     assert complete["BigCodeBench/0"].prompt.startswith("import itertools")
     assert instruct["BigCodeBench/0"].prompt != complete["BigCodeBench/0"].prompt
     raw = {json.loads(l)["task_id"]: json.loads(l) for l in gzip.open(data, "rt")}
-    bench = plugins.benchmarks.create("bigcodebench", {"data": str(data)})
     needs_missing = next(t for t, p in complete.items() if bench.missing_libraries(p))
     rows = [
         {"task_id": "BigCodeBench/0", "solution": raw["BigCodeBench/0"]["complete_prompt"] + "\n" +
