@@ -144,16 +144,16 @@ class CodeA1Trainer(AdversarialTrainer):
         o = options or CodeA1Options()
         return {"code": batch_size * o.m, "tests": batch_size * min(o.groups_kept, o.m) * o.n}
 
-    def validate(self, responses, programs):
-        """Step 3 by the reference (the core's check) or, with ``validation = "consensus"``,
-        by agreement among the question's programs; without ``predicted_answer`` every test
-        that ran is valid with the reference's answer."""
+    def check_suites(self, suites, programs):
+        """Step 3 by the reference or, with ``validation = "consensus"``, by agreement among
+        the question's programs."""
         if self.options.validation == "reference":
-            validated = super().validate(responses, programs)
-        else:
-            checked = validate_by_consensus(self.context.run.executor, self.suites(responses), self.options.k,
-                                            programs, self.context.run.bench)
-            validated = {key: checked["/".join(map(str, key))] for key in responses}
+            return super().check_suites(suites, programs)
+        return validate_by_consensus(self.context.run.executor, suites, self.options.k, programs, self.context.run.bench)
+
+    def validate(self, responses, programs):
+        """Without ``predicted_answer`` every test that ran is valid with the reference's answer."""
+        validated = super().validate(responses, programs)
         if not self.options.predicted_answer:  # answers are not the writer's: any test that ran is valid
             for v in validated.values():
                 v.status = [VALID if s == WRONG else s for s in v.status]

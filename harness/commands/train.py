@@ -33,7 +33,7 @@ class TrainCommand(Command):
 
     def run(self, plugins, args):
         from codea1.harness.flows.train import dry_run, load_config, train
-        from codea1.harness.training import headline, run_columns
+        from codea1.harness.training import headline
 
         cfg = load_config(plugins, args.config, args.set, args.out, overwrite=args.overwrite, resume=args.resume,
                           progress=not args.no_progress)
@@ -45,7 +45,8 @@ class TrainCommand(Command):
             print(r["config"], end="")
             return 0
         r = train(plugins, cfg)
-        shown = headline(run_columns(plugins, cfg.record()).columns, r["last"])
+        trainer = plugins.trainers.get(cfg.settings.train.trainer).cls
+        shown = headline(trainer.columns_for(cfg.settings.trainer), r["last"])
         print(f"{r['trainer']}: {r['steps']} steps; last step: " +
               ", ".join(f"{k} {v:.3f}" for k, v in shown.items()))
         for role, path in r["exported"].items():

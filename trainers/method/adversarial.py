@@ -67,16 +67,17 @@ class AdversarialTrainer(Trainer):
     def validate(self, responses: Mapping[tuple, tuple[Problem, str]],
                  programs: Mapping[int, Sequence[str]] | None = None) -> dict[tuple, ValidatedSuite]:
         """Each test writer's response (key: question index first) as a suite of K asserts,
-        validated on its question's reference, every suite in one batch."""
-        keyed = self.suites(responses)
-        checked = validate_for_training(self.context.run.executor, keyed, self.options.k,
-                                        memory_mb=self.context.run.bench.memory_mb)
+        validated in one batch (``check_suites``)."""
+        keyed = {_name(key): (q, extract_tests(text, q.entry_point, self.options.k).tests)
+                 for key, (q, text) in responses.items()}
+        checked = self.check_suites(keyed, programs)
         return {key: checked[_name(key)] for key in responses}
 
-    def suites(self, responses: Mapping[tuple, tuple[Problem, str]]) -> dict[str, tuple[Problem, list[str]]]:
-        """The K asserts of each response, keyed "question/.../suite" as validation takes them."""
-        return {_name(key): (q, extract_tests(text, q.entry_point, self.options.k).tests)
-                for key, (q, text) in responses.items()}
+    def check_suites(self, suites: dict[str, tuple[Problem, list[str]]], programs: Mapping[int, Sequence[str]] | None
+                     ) -> dict[str, ValidatedSuite]:
+        """The suites (keyed "question/.../suite") on their questions' references."""
+        return validate_for_training(self.context.run.executor, suites, self.options.k,
+                                     memory_mb=self.context.run.bench.memory_mb)
 
     def retrieve_book(self, questions: Sequence[Problem]) -> list[list[str]]:
         """Each question's top Mistake Book tests (none with ``mistake_book = false``)."""
