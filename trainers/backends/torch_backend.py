@@ -56,39 +56,37 @@ from codea1.harness.generation import SamplingParams, load_tokenizer
 from codea1.harness.hookspecs import hookimpl
 from codea1.harness.prompts import chat_prompt
 from codea1.harness.training import BackendUnavailable, PolicyBackend, PolicySample
+from codea1.trainers.backends.policy_update import PolicyUpdateOptions
 
 
 @dataclass
-class TorchBackendOptions:
-    model: str = ""
+class TorchBackendOptions(PolicyUpdateOptions):
     device: str = "auto"
     dtype: str = "float32"
-    lr: float = 1e-6
-    weight_decay: float = 0.1
-    clip_low: float = 0.2
-    clip_high: float = 0.28
-    kl_coef: float = 0.001
-    micro_batch_size: int = 4
-    mini_batch_size: int = 0  # responses per optimiser step; 0: the whole rollout batch
-    ppo_epochs: int = 1
-    max_grad_norm: float = 1.0
-    gradient_checkpointing: bool = False
     generation_batch: int = 16
     trust_remote_code: bool = False
 
     def __post_init__(self):
-        if not self.model:
-            raise ValueError("option 'model' is required (a checkpoint directory or a hub name)")
+        super().__post_init__()
         if self.dtype not in ("float32", "bfloat16", "float16"):
             raise ValueError(f"option 'dtype' must be float32, bfloat16 or float16, not {self.dtype!r}")
-        if self.micro_batch_size < 1 or self.generation_batch < 1:
-            raise ValueError("options 'micro_batch_size' and 'generation_batch' must be at least 1")
-        if self.mini_batch_size < 0:
-            raise ValueError(f"option 'mini_batch_size' must be >= 0 (0: the whole batch), not {self.mini_batch_size}")
-        if self.ppo_epochs < 1:
-            raise ValueError(f"option 'ppo_epochs' must be at least 1, not {self.ppo_epochs}")
-        if self.clip_low < 0 or self.clip_high < 0 or self.kl_coef < 0 or self.lr <= 0:
-            raise ValueError("options 'clip_low', 'clip_high', 'kl_coef' must be >= 0 and 'lr' > 0")
+        if self.generation_batch < 1:
+            raise ValueError("option 'generation_batch' must be at least 1")
+
+
+def clipped_policy_loss(torch, logp, old, advantage, clip_low: float, clip_high: float):
+    """Per token: -min(ratio A, clip(ratio, 1 - clip_low, 1 + clip_high) A) with ratio =
+    exp(logp - old), and where the clipped term was the one taken (its gradient stopped)."""
+    ratio = torch.exp(logp - old)
+    unclipped = ratio * advantage
+    clipped = torch.clamp(ratio, 1 - clip_low, 1 + clip_high) * advantage
+    return -torch.minimum(unclipped, clipped), clipped < unclipped
+
+
+def k3_kl(torch, logp, ref):
+    """Per token, the k3 estimate of KL(policy || reference): exp(ref - logp) - (ref - logp) - 1."""
+    delta = ref - logp
+    return torch.exp(delta) - delta - 1
 
 
 @dataclass
@@ -209,7 +207,7 @@ class TorchBackend(PolicyBackend):
     # -- updates -------------------------------------------------------------------------------
     def update(self, samples: Sequence[PolicySample], rewards: Sequence[float],
                advantages: Sequence[float]) -> dict[str, float]:
-        torch, o = self.torch, self.options
+        o = self.options
         batch = [(s, a) for s, a in zip(samples, advantages) if s.token_ids]
         total = sum(len(s.token_ids) for s, _ in batch)
         stats = {"loss": 0.0, "policy_loss": 0.0, "kl": 0.0, "clip_ratio": 0.0, "tokens": float(total),
@@ -250,18 +248,14 @@ class TorchBackend(PolicyBackend):
             loss = 0.0
             for i, ((sample, advantage), logp) in enumerate(zip(chunk, logps)):
                 old = torch.tensor(sample.logprobs, dtype=logp.dtype, device=logp.device)
-                ratio = torch.exp(logp - old)
-                unclipped = ratio * advantage
-                clipped = torch.clamp(ratio, 1 - o.clip_low, 1 + o.clip_high) * advantage
-                policy = -torch.minimum(unclipped, clipped)
+                policy, clip_taken = clipped_policy_loss(torch, logp, old, advantage, o.clip_low, o.clip_high)
                 token_loss = policy
                 if refs is not None:
-                    delta = refs[i] - logp
-                    kl = torch.exp(delta) - delta - 1
+                    kl = k3_kl(torch, logp, refs[i])
                     token_loss = token_loss + o.kl_coef * kl
                     stats["kl"] += kl.detach().sum().item() / seen
                 stats["policy_loss"] += policy.detach().sum().item() / seen
-                stats["clip_ratio"] += (clipped < unclipped).float().sum().item() / seen
+                stats["clip_ratio"] += clip_taken.float().sum().item() / seen
                 loss = loss + token_loss.sum() / tokens  # the mini-batch's token mean, across micro-batches
             loss.backward()
             stats["loss"] += loss.item() * share
@@ -299,7 +293,8 @@ class TorchBackend(PolicyBackend):
         path.mkdir(parents=True, exist_ok=True)
         torch.save(self.model.state_dict(), path / "model.pt")
         torch.save(self.optimizer.state_dict(), path / "optimizer.pt")
-        (path / "backend.json").write_text(json.dumps({"updates": self.updates, "rng": self.torch.get_rng_state().tolist()}))
+        state = {"updates": self.updates, "rng": self.torch.get_rng_state().tolist()}
+        (path / "backend.json").write_text(json.dumps(state))
 
     def load(self, directory: str) -> None:
         torch = self.torch
