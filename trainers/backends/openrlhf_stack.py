@@ -85,8 +85,8 @@ def ray_runtime(options) -> None:
     elif not os.environ.get("RAY_ADDRESS"):
         kwargs.update(include_dashboard=False, num_cpus=2 * CPU_LOGICAL_GPUS if options.device == "cpu" else None,
                       num_gpus=CPU_LOGICAL_GPUS if options.device == "cpu" else None)
-        _ray_started_here = True
     ray.init(runtime_env=runtime_env, log_to_driver=False, **kwargs)
+    _ray_started_here = "address" not in kwargs and not os.environ.get("RAY_ADDRESS")
 
 
 def argv_for(o, seed: int) -> list[str]:
@@ -109,6 +109,7 @@ def argv_for(o, seed: int) -> list[str]:
             "--algo.kl.use_loss", "--algo.kl.estimator", "k3", "--algo.kl.init_coef", str(o.kl_coef),
             "--ds.zero_stage", str(o.zero_stage), "--ds.param_dtype", o.param_dtype,
             "--ds.attn_implementation", "sdpa" if o.device == "cpu" else o.attn_implementation,
+            # OpenRLHF's own checkpoint paths stay unused: save, load and export get theirs from the train flow
             "--ckpt.path", "unused", "--ckpt.output_dir", "unused"]
     if o.gradient_checkpointing:
         argv.append("--actor.gradient_checkpointing_enable")
@@ -123,7 +124,7 @@ class InjectedAdvantages(RemoteExperienceMaker):
     """OpenRLHF's experience maker with the trainer's advantages: every action token of sample
     i gets ``advantages[i]``, the return is its reward, nothing is clipped or renormalised."""
 
-    advantages: list[float] = []
+    advantages: Sequence[float] = ()  # the update's, in sample order (set before each train_step)
 
     @torch.no_grad()
     def compute_advantages_and_returns(self, experiences: list[Experience]) -> list[Experience]:
@@ -187,7 +188,7 @@ class Stack:
         self.temperature = 1.0  # the actors' log-prob temperature; set from the samples of each update
         self.pg = self.policy = self.reference = None
         self.engines: list = []
-        self.tokenizer = load_tokenizer(transformers, options.model, "[policies] model", True)
+        self.tokenizer = load_tokenizer(transformers, options.model, "[policies] model", False)
         with _ray_lock:
             ray_runtime(options)
             _ray_users.append(id(self))
@@ -228,6 +229,10 @@ class Stack:
 
         tok = self.tokenizer
         prompt_ids = [tok(chat_prompt(tok, messages), add_special_tokens=False)["input_ids"] for messages in prompts]
+        longest = max((len(ids) for ids in prompt_ids), default=0)
+        if longest + sampling.max_tokens > self.options.max_len:
+            raise Codea1Error(f"backend 'openrlhf': a prompt of {longest} tokens and max_tokens {sampling.max_tokens} "
+                              f"exceed max_len {self.options.max_len} (vLLM's context): raise [policies] max_len")
         requests = [(p, j) for p in range(len(prompts)) for j in range(n)]
         engines = itertools.cycle(self.engines)
         futures = []
@@ -249,7 +254,7 @@ class Stack:
     def update(self, samples: Sequence[PolicySample], rewards: Sequence[float],
                advantages: Sequence[float]) -> dict[str, float]:
         o = self.options
-        if len(samples) % o.mini_batch_size:
+        if not o.mini_batch_size or len(samples) % o.mini_batch_size:
             raise Codea1Error(f"backend 'openrlhf': an update of {len(samples)} responses, not a multiple of "
                               f"mini_batch_size {o.mini_batch_size} (DeepSpeed's train batch)")
         self._use_temperature({s.handle.temperature for s in samples})
@@ -315,10 +320,16 @@ class Stack:
             if group is not None:
                 handles += group._actor_handlers
         for handle in handles:
-            ray.kill(handle)
+            try:
+                ray.kill(handle)
+            except Exception:  # noqa: BLE001 - already gone (a dead node, an interrupted run): kill the rest
+                pass
         self.engines, self.policy, self.reference = [], None, None
         if self.pg is not None:
-            remove_placement_group(self.pg)
+            try:
+                remove_placement_group(self.pg)
+            except Exception:  # noqa: BLE001 - the cluster went first
+                pass
             self.pg = None
         with _ray_lock:
             if id(self) in _ray_users:

@@ -178,6 +178,31 @@ def test_an_update_reaches_the_engines(stack):
         assert max(abs(a - b) for a, b in zip(engine, actor)) < 0.05  # the engine holds the moved weights
 
 
+def test_samples_drawn_at_another_temperature_are_scored_at_it(stack):
+    """OpenRLHF's actors divide the logits by a temperature fixed at start; an update of
+    samples drawn at another one sets it in the policy's and the reference's actors first, so
+    the log-probs of the loss and of the KL describe the distribution that was sampled: at 0.7
+    the policy actor's log-probs are the engine's (within bf16), several times closer than
+    the same actor's at 1.0 are."""
+    fresh = [row[0] for row in stack.generate(PROMPTS, 1, SamplingParams(temperature=0.7, top_p=1.0, max_tokens=12),
+                                              seed=2)]
+    stats = stack.update(fresh, [0.0, 0.0], [0.0, 0.0])  # no advantage: the policy term is exactly 0
+    assert stats["policy_loss"] == 0.0
+    assert openrlhf_stack._on_every_rank(stack.policy, lambda actor: actor.actor.temperature) == [0.7]
+    assert openrlhf_stack._on_every_rank(stack.reference, lambda actor: actor.model.temperature) == [0.7]
+
+    def mean_gap() -> float:
+        gaps = [abs(a - b) for sample in fresh for a, b in zip(*engine_and_actor_logprobs(stack, sample))]
+        return sum(gaps) / len(gaps)
+
+    at_sampling = mean_gap()
+    openrlhf_stack._on_every_rank(stack.policy, openrlhf_stack._set_temperature, 1.0)
+    at_one = mean_gap()
+    openrlhf_stack._on_every_rank(stack.policy, openrlhf_stack._set_temperature, 0.7)
+    print(f"mean |engine - actor| log-prob gap: {at_sampling:.4f} at 0.7, {at_one:.4f} had the actor stayed at 1.0")
+    assert at_sampling < 0.03 and at_sampling * 4 < at_one
+
+
 def test_save_load_and_export(stack, tmp_path):
     sampling = SamplingParams(temperature=1.0, top_p=1.0, max_tokens=12)
     stack.save(str(tmp_path / "ckpt"))

