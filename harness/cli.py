@@ -52,7 +52,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         plugins = load_plugins(known.plugin)
         args = build_parser(plugins).parse_args(argv)
         command = plugins.commands.create(args.command)
-        return command.run(plugins, args)
+        status = command.run(plugins, args)
+        sys.stdout.flush()  # here, not at exit: a reader that closed the pipe early is handled below
+        return status
     except Codea1Error as exc:
         if known.debug:
             traceback.print_exc()
