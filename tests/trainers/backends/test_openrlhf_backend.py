@@ -184,10 +184,12 @@ def test_samples_drawn_at_another_temperature_are_scored_at_it(stack):
     the log-probs of the loss and of the KL describe the distribution that was sampled: at 0.7
     the policy actor's log-probs are the engine's (within bf16), several times closer than
     the same actor's at 1.0 are."""
-    fresh = [row[0] for row in stack.generate(PROMPTS, 1, SamplingParams(temperature=0.7, top_p=1.0, max_tokens=12),
-                                              seed=2)]
-    stats = stack.update(fresh, [0.0, 0.0], [0.0, 0.0])  # no advantage: the policy term is exactly 0
+    at_07 = SamplingParams(temperature=0.7, top_p=1.0, max_tokens=12)
+    trained = [row[0] for row in stack.generate(PROMPTS, 1, at_07, seed=2)]
+    stats = stack.update(trained, [0.0, 0.0], [0.0, 0.0])  # no advantage: the policy term is exactly 0
     assert stats["policy_loss"] == 0.0
+    # (the KL term may still move a policy trained by an earlier test: compare on what the synced engine samples now)
+    fresh = [row[0] for row in stack.generate(PROMPTS, 1, at_07, seed=3)]
     assert openrlhf_stack._on_every_rank(stack.policy, lambda actor: actor.actor.temperature) == [0.7]
     assert openrlhf_stack._on_every_rank(stack.reference, lambda actor: actor.model.temperature) == [0.7]
 

