@@ -150,6 +150,12 @@ def engine_and_actor_logprobs(stack, sample) -> tuple[list[float], list[float]]:
     return sample.logprobs, actor[0][0][exp.action_mask[0]].tolist()
 
 
+def mean_gap(engine: list[float], actor: list[float]) -> float:
+    """Mean |engine - actor| over a response's tokens: about 0.001-0.002 for the same weights in
+    bf16 (single tokens up to 0.09), 0.08 and more for other weights or another temperature."""
+    return sum(abs(a - b) for a, b in zip(engine, actor)) / len(engine)
+
+
 def test_generation_repeats_for_a_seed_and_carries_the_engines_logprobs(stack):
     sampling = SamplingParams(temperature=1.0, top_p=1.0, max_tokens=12)
     first, again = (stack.generate(PROMPTS, 2, sampling, seed=5) for _ in range(2))
@@ -158,8 +164,7 @@ def test_generation_repeats_for_a_seed_and_carries_the_engines_logprobs(stack):
     assert [[s.token_ids for s in row] for row in first] != [[s.token_ids for s in row] for row in other]
     for sample in first[0] + first[1]:
         assert 0 < len(sample.token_ids) == len(sample.logprobs) <= 12 and all(lp <= 0 for lp in sample.logprobs)
-        engine, actor = engine_and_actor_logprobs(stack, sample)  # vLLM bf16 vs DeepSpeed bf16: same weights
-        assert max(abs(a - b) for a, b in zip(engine, actor)) < 0.05
+        assert mean_gap(*engine_and_actor_logprobs(stack, sample)) < 0.02  # vLLM vs DeepSpeed, bf16: same weights
 
 
 def test_an_update_reaches_the_engines(stack):
@@ -174,8 +179,7 @@ def test_an_update_reaches_the_engines(stack):
     after = [engine_and_actor_logprobs(stack, s)[1] for s in samples]
     assert max(abs(a - b) for x, y in zip(before, after) for a, b in zip(x, y)) > 0.2  # the actor moved
     for row in stack.generate(PROMPTS, 1, sampling, seed=9):
-        engine, actor = engine_and_actor_logprobs(stack, row[0])
-        assert max(abs(a - b) for a, b in zip(engine, actor)) < 0.05  # the engine holds the moved weights
+        assert mean_gap(*engine_and_actor_logprobs(stack, row[0])) < 0.02  # the engine holds the moved weights
 
 
 def test_samples_drawn_at_another_temperature_are_scored_at_it(stack):
@@ -193,16 +197,15 @@ def test_samples_drawn_at_another_temperature_are_scored_at_it(stack):
     assert openrlhf_stack._on_every_rank(stack.policy, lambda actor: actor.actor.temperature) == [0.7]
     assert openrlhf_stack._on_every_rank(stack.reference, lambda actor: actor.model.temperature) == [0.7]
 
-    def mean_gap() -> float:
-        gaps = [abs(a - b) for sample in fresh for a, b in zip(*engine_and_actor_logprobs(stack, sample))]
-        return sum(gaps) / len(gaps)
+    def gap() -> float:
+        return sum(mean_gap(*engine_and_actor_logprobs(stack, sample)) for sample in fresh) / len(fresh)
 
-    at_sampling = mean_gap()
+    at_sampling = gap()
     openrlhf_stack._on_every_rank(stack.policy, openrlhf_stack._set_temperature, 1.0)
-    at_one = mean_gap()
+    at_one = gap()
     openrlhf_stack._on_every_rank(stack.policy, openrlhf_stack._set_temperature, 0.7)
     print(f"mean |engine - actor| log-prob gap: {at_sampling:.4f} at 0.7, {at_one:.4f} had the actor stayed at 1.0")
-    assert at_sampling < 0.03 and at_sampling * 4 < at_one
+    assert at_sampling < 0.02 and at_sampling * 4 < at_one
 
 
 def test_save_load_and_export(stack, tmp_path):
