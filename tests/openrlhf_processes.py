@@ -22,9 +22,10 @@ def ray_processes() -> list[str]:
     out = subprocess.run(["ps", "-eo", "pid=,stat=,args="], capture_output=True, text=True).stdout
     found = []
     for line in out.splitlines():
-        pid, stat, args = line.split(None, 2) if len(line.split(None, 2)) == 3 else (line, "", "")
-        if not stat.startswith("Z") and any(p in args for p in RAY_PROCESS) and "ps -eo" not in args:
-            found.append(f"{pid} {args}")
+        parts = line.split(None, 2)
+        if len(parts) == 3 and not parts[1].startswith("Z") and any(p in parts[2] for p in RAY_PROCESS) \
+                and "ps -eo" not in parts[2]:
+            found.append(f"{parts[0]} {parts[2]}")
     return found
 
 

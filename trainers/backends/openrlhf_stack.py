@@ -32,6 +32,7 @@ from codea1.harness.errors import Codea1Error
 from codea1.harness.generation import SamplingParams, load_tokenizer
 from codea1.harness.prompts import chat_prompt
 from codea1.harness.training import PolicySample
+from codea1.trainers.backends.policy_update import Rollout
 
 CPU_STAND_INS = "codea1_openrlhf_cpu"
 CPU_ENV = {"CODEA1_OPENRLHF_CPU": "1", "VLLM_CPU_KVCACHE_SPACE": "1", "TOKENIZERS_PARALLELISM": "false"}
@@ -185,7 +186,6 @@ class Stack:
 
         self.options, self.seed = options, seed
         self.global_step = 1
-        self.temperature = 1.0  # the actors' log-prob temperature; set from the samples of each update
         self.pg = self.policy = self.reference = None
         self.engines: list = []
         self.tokenizer = load_tokenizer(transformers, options.model, "[policies] model", False)
@@ -206,6 +206,7 @@ class Stack:
             raise Codea1Error(f"[policies] extra_args: OpenRLHF's train_ppo_ray refused them (exit {exc.code}); "
                               "see the message above") from None
         self.args = args
+        self.temperature = args.rollout.temperature  # the actors' log-prob temperature; updates set theirs
         self.strategy = get_strategy(args)
         self.pg = placement_group([{"GPU": o.gpu_share, "CPU": 1}] * o.num_gpus, strategy="PACK")
         ray.get(self.pg.ready())
@@ -302,13 +303,12 @@ class Stack:
 
     def info(self) -> dict[str, Any]:
         import deepspeed
-        import openrlhf
         import vllm
 
         return {"model": self.options.model, "device": self.options.device, "dtype": self.options.param_dtype,
                 "num_gpus": self.options.num_gpus, "gpu_share": self.options.gpu_share,
                 "gpu_ids": sorted({i for ids in _on_every_rank(self.policy, _gpu_ids) for i in ids}),
-                "openrlhf": openrlhf.__version__ if hasattr(openrlhf, "__version__") else _version("openrlhf"),
+                "openrlhf": _version("openrlhf"),
                 "deepspeed": deepspeed.__version__, "ray": ray.__version__, "vllm": vllm.__version__}
 
     def close(self) -> None:
@@ -359,13 +359,6 @@ def experience(sample: PolicySample, reward: float) -> Experience:
         response_length=length, truncated=torch.tensor([sample.finish_reason == "length"]),
         total_length=torch.tensor([float(total)]), prompts=[""], labels=[""],
         info={"reward": torch.tensor([float(reward)]), "response_length": length})
-
-
-class Rollout:
-    """What an update needs of a sample besides its response: the prompt and the temperature."""
-
-    def __init__(self, prompt_ids: list[int], temperature: float):
-        self.prompt_ids, self.temperature = prompt_ids, temperature
 
 
 def _request_seed(seed: int, index: int) -> int:

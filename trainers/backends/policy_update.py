@@ -1,6 +1,7 @@
-"""The policy-gradient settings every RL backend takes (the paper's GRPO: token-level loss,
-clip-higher, k3 KL to a frozen reference, AdamW), so ``torch`` and ``openrlhf`` read the same
-keys with the same defaults and checks; each backend's Options adds its own."""
+"""What the RL backends share: the policy-gradient settings every one takes (the paper's GRPO:
+token-level loss, clip-higher, k3 KL to a frozen reference, AdamW), so ``torch`` and
+``openrlhf`` read the same keys with the same defaults and checks (each backend's Options adds
+its own), and the rollout a sample carries to the update."""
 
 from __future__ import annotations
 
@@ -32,3 +33,12 @@ class PolicyUpdateOptions:
             raise ValueError(f"option 'ppo_epochs' must be at least 1, not {self.ppo_epochs}")
         if self.clip_low < 0 or self.clip_high < 0 or self.kl_coef < 0 or self.lr <= 0:
             raise ValueError("options 'clip_low', 'clip_high', 'kl_coef' must be >= 0 and 'lr' > 0")
+
+
+@dataclass
+class Rollout:
+    """What an update needs of a sample besides its response (``PolicySample.handle``): the
+    prompt's token ids and the temperature it was sampled at."""
+
+    prompt_ids: list[int]
+    temperature: float

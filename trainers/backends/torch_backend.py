@@ -56,7 +56,7 @@ from codea1.harness.generation import SamplingParams, load_tokenizer
 from codea1.harness.hookspecs import hookimpl
 from codea1.harness.prompts import chat_prompt
 from codea1.harness.training import BackendUnavailable, PolicyBackend, PolicySample
-from codea1.trainers.backends.policy_update import PolicyUpdateOptions
+from codea1.trainers.backends.policy_update import PolicyUpdateOptions, Rollout
 
 
 @dataclass
@@ -87,14 +87,6 @@ def k3_kl(torch, logp, ref):
     """Per token, the k3 estimate of KL(policy || reference): exp(ref - logp) - (ref - logp) - 1."""
     delta = ref - logp
     return torch.exp(delta) - delta - 1
-
-
-@dataclass
-class _Rollout:
-    """What update needs of a sample besides its tokens: the prompt and the temperature."""
-
-    prompt_ids: list[int]
-    temperature: float
 
 
 class TorchBackend(PolicyBackend):
@@ -150,7 +142,7 @@ class TorchBackend(PolicyBackend):
                 prompt_ids = prompt_row[mask.bool()].tolist()
                 response, finish = self._response(row[width:].tolist())
                 out[p].append(PolicySample(tok.decode(response, skip_special_tokens=True), response, [], finish,
-                                           _Rollout(prompt_ids, sampling.temperature or 1.0)))
+                                           Rollout(prompt_ids, sampling.temperature or 1.0)))
         flat = [s for samples in out for s in samples]
         for start in range(0, len(flat), self.options.micro_batch_size):
             chunk = flat[start:start + self.options.micro_batch_size]
@@ -271,7 +263,7 @@ class TorchBackend(PolicyBackend):
         for messages, target in zip(prompts, targets):
             prompt_ids = tok(chat_prompt(tok, messages), add_special_tokens=False)["input_ids"]
             target_ids = tok(target, add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
-            samples.append(PolicySample(target, target_ids, [], "stop", _Rollout(prompt_ids, 1.0)))
+            samples.append(PolicySample(target, target_ids, [], "stop", Rollout(prompt_ids, 1.0)))
         total = sum(len(s.token_ids) for s in samples)
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)

@@ -33,6 +33,7 @@ from codea1.harness.generation import SamplingParams  # noqa: E402
 from codea1.harness.training import PolicySample  # noqa: E402
 from codea1.trainers.backends import openrlhf_stack  # noqa: E402
 from codea1.trainers.backends.openrlhf_backend import OpenRLHFBackendOptions  # noqa: E402
+from codea1.trainers.backends.policy_update import Rollout  # noqa: E402
 from codea1.trainers.backends.torch_backend import clipped_policy_loss, k3_kl  # noqa: E402
 from codea1.trainers.method.rewards import advantages_by_group, topvar  # noqa: E402
 
@@ -96,7 +97,7 @@ def test_the_advantages_reaching_openrlhfs_loss_are_the_cores():
     rewards = [1.0, 0.0, 0.5, 0.0, 0.5, 0.5, 0.5, 0.5, 1.0, 0.0, 1.0, 0.0] + [r for i in kept for r in suites[i]]
     advantages = code.advantages + tests.advantages
     samples = [PolicySample("", list(range(10, 10 + 2 + i % 5)), [-1.0] * (2 + i % 5), "stop",
-                            openrlhf_stack.Rollout(list(range(1, 4 + 3 * (i % 3))), 1.0)) for i in range(len(rewards))]
+                            Rollout(list(range(1, 4 + 3 * (i % 3))), 1.0)) for i in range(len(rewards))]
     args = openrlhf_stack.openrlhf_args(openrlhf_stack.argv_for(
         OpenRLHFBackendOptions(model="unused", micro_batch_size=3, mini_batch_size=len(rewards)), 0))
     maker = openrlhf_stack.InjectedAdvantages(None, None, None, None, None, SimpleNamespace(args=args),
