@@ -24,6 +24,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 from codea1.harness import plaindata, script_tests
 from codea1.harness.errors import Codea1Error
 from codea1.harness.records import NOT_RUN, ExecJob, RawOutcome, RawResult, TestCase
+from codea1.harness.sandbox.protocol import loads_record, scan_record
 
 DEFAULT_MIN_TIME_LIMIT = 1.0  # evalplus' defaults
 DEFAULT_TIME_FACTOR = 4.0
@@ -118,8 +119,6 @@ def _test_tree(test: TestCase) -> dict:
             tree["report"] = True  # a rewritten script (harness.script_tests): it reports values
     return tree
 
-
-_SCAN = json.JSONDecoder().scan_once  # json.loads' own C scanner (strict: no raw control characters)
 
 _ENCODED_TESTS: dict[int, tuple[list, str, str, Path | None]] = {}
 _ENCODED_LOCK = threading.Lock()
@@ -270,9 +269,9 @@ class RecordParser:
             newline = text.index("\n", pos)
             # The C scanner on one line: what json.loads does less its per-call set-up. Any
             # line it does not read as exactly one value (whitespace around it, say) goes
-            # through json.loads as before, on its own bytes.
+            # through loads_record, on its own bytes. Both are bounded (protocol).
             try:
-                rec, end = _SCAN(text, pos)
+                rec, end = scan_record(text, pos, newline)
             except (StopIteration, ValueError):
                 end = -1
             if end == newline:
@@ -286,9 +285,9 @@ class RecordParser:
         if self.violation:
             return None
         try:
-            rec = json.loads(line)
-        except ValueError as exc:
-            self.violation = f"protocol: {exc}"
+            rec = loads_record(line)
+        except (ValueError, StopIteration) as exc:
+            self.violation = f"protocol: {str(exc)[:200]}"
             return None
         return self.accept(rec)
 
@@ -328,8 +327,10 @@ class RecordParser:
                         raise ValueError("unexpected digest")
                     if digest is None and "v" not in rec:
                         raise ValueError("ok record without value")
-                    outcome = RawOutcome("ok", value=plaindata.from_tree(rec["v"]) if "v" in rec else None,
-                                         digest=digest)
+                    # A call's value never holds an array (the child encodes without arrays):
+                    # an "a" tag here is the program writing into the channel.
+                    outcome = RawOutcome("ok", value=plaindata.from_tree(rec["v"], arrays=False) if "v" in rec
+                                         else None, digest=digest)
                 elif status == "reports" and job.tests[self.next_index].kind == "script" \
                         and job.tests[self.next_index].judged == "parent":
                     outcome = RawOutcome("reports", value=script_tests.parse_reports(rec, job.tests[self.next_index].expected))
@@ -359,8 +360,10 @@ class RecordParser:
                 self.done = True
             else:
                 raise ValueError(f"unknown record {str(rec)[:80]}")
-        except (ValueError, KeyError, TypeError, plaindata.PlainDataError) as exc:
-            self.violation = f"protocol: {exc}"
+        except (ValueError, KeyError, TypeError) as exc:
+            self.violation = f"protocol: {str(exc)[:200]}"
+        except Exception as exc:  # noqa: BLE001 - whatever a record makes fail here is the program's doing
+            self.violation = f"protocol: {type(exc).__name__}: {str(exc)[:200]}"
         return None
 
     def finish(self, exit_reason: str, stdout: str = "", stderr: str = "", wall: float = 0.0) -> RawResult:

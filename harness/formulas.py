@@ -100,10 +100,12 @@ def eligible_for_mutation(record: "TaskRecord", k: int) -> bool:
 
 def task_mutation_score(record: "TaskRecord", k: int) -> float | None:
     """Killed / completed mutants of one task, a kill being a failure among the first k
-    tests; None when no mutant completed (sandbox errors are left out). A mutant that timed
-    out among the first k tests before any failed is neither killed nor completed: the
-    timeout says nothing of its answers, and the tests after it did not run."""
-    completed = [m for m in record.mutants if m["status"] not in ("sandbox_error", "pending")
+    tests; None when no mutant completed. A mutant whose run was a sandbox error counts as
+    completed and not killed: no status takes a mutant out of the denominator unless it says
+    nothing of the tests. A mutant that timed out among the first k tests before any failed
+    is neither killed nor completed: the timeout says nothing of its answers, and the tests
+    after it did not run."""
+    completed = [m for m in record.mutants if m["status"] != "pending"
                  and not (m["first_fail"] is None and m.get("first_timeout") is not None and m["first_timeout"] < k)]
     if not completed:
         return None

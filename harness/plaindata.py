@@ -54,9 +54,13 @@ import operator
 import sys
 from typing import Any
 
-# Deep or huge values are refused rather than allowed to exhaust the parent.
-MAX_DEPTH = 100
+# Deep or huge values are refused rather than allowed to exhaust the parent. Values nested
+# deeper than the interpreter's recursion goes are walked with an explicit stack (the
+# ``_deep`` functions): the limits here decide, never the recursion limit.
+MAX_DEPTH = 10_000
 MAX_ITEMS = 50_000_000
+MAX_EMPTY_ARRAY_EXTENT = 100_000  # the product of an empty array's non-zero dimensions
+_CONTAINERS = (list, tuple, dict, set, frozenset)
 
 _SCALARS = frozenset((int, float, str, bool, type(None)))
 
@@ -176,7 +180,48 @@ def to_tree(value: Any, strict: bool = False, arrays: bool = False) -> Any:
             raise _NotPlain()
         return {"o": f"{t.__module__}.{t.__qualname__}"}
 
-    return walk(value, 0)
+    try:
+        return walk(value, 0)
+    except RecursionError:
+        budget[0] = MAX_ITEMS
+        return _to_tree_deep(value, walk, budget)
+
+
+def _to_tree_deep(value: Any, walk, budget: list) -> Any:
+    """``to_tree`` for values nested deeper than recursion goes: containers (builtin ones,
+    their subclasses reduced to the builtin value, proxies) with an explicit stack, every
+    other value by ``walk``; the same tree."""
+    root: list = [None]
+    stack = [(value, root, 0, 0)]  # (value, where its tree goes: container and index, depth)
+    while stack:
+        v, into, at, depth = stack.pop()
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise PlainDataError(f"value has more than {MAX_ITEMS} items")
+        if depth > MAX_DEPTH:
+            raise PlainDataError(f"value is nested deeper than {MAX_DEPTH}")
+        while type(v) is Guarded:
+            v = v._codea1_value
+        t = type(v)
+        if t not in _CONTAINERS:
+            if t in _SCALARS or t is Array or not isinstance(v, _CONTAINERS) or isinstance(v, (bool, int, float, str)):
+                into[at] = walk(v, depth)
+                continue
+            base = next(b for b in _CONTAINERS if isinstance(v, b))
+            v = dict(dict.items(v)) if base is dict else base(base.__iter__(v))
+            t = base
+        if t is dict:
+            pairs = [[None, None] for _ in range(len(v))]
+            into[at] = {"d": pairs}
+            for pair, (k, x) in zip(pairs, v.items()):
+                stack.append((x, pair, 1, depth + 1))
+                stack.append((k, pair, 0, depth + 1))
+            continue
+        items = [None] * len(v)
+        into[at] = items if t is list else {"t" if t is tuple else "s" if t is set else "f": items}
+        for i, x in enumerate(v):
+            stack.append((x, items, i, depth + 1))
+    return root[0]
 
 
 _HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: set on every class a class statement or type() makes
@@ -238,8 +283,11 @@ def _own_array_parts(v: Array) -> tuple:
 
 
 def _array_well_formed(kind: Any, shape: list, items: Any, keys: Any) -> bool:
+    # An empty array's other dimensions are bounded too: (10**18, 0) holds no item, and
+    # iterating or printing it would take 10**18 steps.
     return kind in Array.KINDS and len(shape) <= 64 and all(type(n) is int and n >= 0 for n in shape) \
         and type(items) is list and math.prod(shape) == len(items) \
+        and math.prod(n for n in shape if n) <= max(len(items), MAX_EMPTY_ARRAY_EXTENT) \
         and (type(keys) is list if kind in ("Series", "DataFrame") else keys is None) \
         and (kind == "ndarray" or len(shape) == (2 if kind == "DataFrame" else 1)) \
         and (keys is None or len(keys) == shape[-1 if kind == "DataFrame" else 0])
@@ -268,8 +316,17 @@ def _scalar_list(v: list | tuple) -> list | None:
     return v if type(v) is list else list(v)
 
 
-def from_tree(tree: Any) -> Any:
-    """Inverse of :func:`to_tree`; raises PlainDataError on anything it did not produce."""
+def from_tree(tree: Any, arrays: bool = True) -> Any:
+    """Inverse of :func:`to_tree`; raises PlainDataError on anything it did not produce.
+    ``arrays`` False refuses arrays (what ``to_tree`` makes only with ``arrays``: a call's
+    value never holds one)."""
+    try:
+        return _from_tree(tree, arrays)
+    except RecursionError:
+        return _from_tree_deep(tree, arrays)
+
+
+def _from_tree(tree: Any, arrays: bool = True) -> Any:
     t = type(tree)
     if tree is None or t is bool or t is str or t is int or t is float:
         return tree
@@ -277,20 +334,20 @@ def from_tree(tree: Any) -> Any:
         kinds = set(map(type, tree))
         if dict not in kinds and list not in kinds:
             return tree  # JSON scalars only: nothing to rebuild
-        return [from_tree(x) for x in tree]
+        return [_from_tree(x, arrays) for x in tree]
     if t is dict and len(tree) == 1:
         (tag, body), = tree.items()
         if tag == "t" and type(body) is list:
-            return tuple(from_tree(x) for x in body)
+            return tuple(_from_tree(x, arrays) for x in body)
         if tag == "d" and type(body) is list:
             out = {}
             for pair in body:
                 if type(pair) is not list or len(pair) != 2:
                     raise PlainDataError("malformed dict entry")
-                out[_hashable(from_tree(pair[0]))] = from_tree(pair[1])
+                out[_hashable(_from_tree(pair[0], arrays))] = _from_tree(pair[1], arrays)
             return out
         if tag in ("s", "f") and type(body) is list:
-            items = [_hashable(from_tree(x)) for x in body]
+            items = [_hashable(_from_tree(x, arrays)) for x in body]
             return set(items) if tag == "s" else frozenset(items)
         if tag == "b" and type(body) is str:
             return body.encode("latin-1")
@@ -300,9 +357,79 @@ def from_tree(tree: Any) -> Any:
             return complex(float(body[0]), float(body[1]))
         if tag == "o" and type(body) is str:
             return Opaque(body)
-        if tag == "a" and type(body) is list and len(body) in (3, 4):
+        if tag == "a" and arrays and type(body) is list and len(body) in (3, 4):
             return _array_from_tree(*body)
     raise PlainDataError(f"not a plain-data tree: {str(tree)[:80]}")
+
+
+_BUILD = {"t": tuple, "s": set, "f": frozenset}
+
+
+def _from_tree_deep(tree: Any, arrays: bool = True) -> Any:
+    """``from_tree`` for trees nested deeper than recursion goes: lists and the tags that hold
+    lists (tuple, set, frozenset, dict) with an explicit stack, every other node by
+    ``_from_tree``. A node's value is built once its children's are (sets and dict keys need
+    them whole)."""
+    done: list = []  # values of finished nodes, in the order their parents pop them
+    stack: list = [(tree, False)]
+    while stack:
+        node, expanded = stack.pop()
+        t = type(node)
+        kind, body = None, None
+        if t is list:
+            kind, body = "l", node
+        elif t is dict and len(node) == 1:
+            (tag, inner), = node.items()
+            if tag in ("t", "s", "f", "d") and type(inner) is list:
+                kind, body = tag, inner
+        if kind is None:
+            done.append(_from_tree(node, arrays))
+            continue
+        if kind == "d" and any(type(pair) is not list or len(pair) != 2 for pair in body):
+            raise PlainDataError("malformed dict entry")
+        children = [x for pair in body for x in pair] if kind == "d" else body
+        if not expanded:
+            stack.append((node, True))
+            stack.extend((child, False) for child in reversed(children))
+            continue
+        values = done[len(done) - len(children):] if children else []
+        del done[len(done) - len(children):]
+        if kind == "l":
+            done.append(values)
+        elif kind == "d":
+            done.append({_hashable(values[i]): values[i + 1] for i in range(0, len(values), 2)})
+        elif kind == "t":
+            done.append(tuple(values))
+        else:
+            done.append(_BUILD[kind](_hashable(x) for x in values))
+    return done[0]
+
+
+def equal(a: Any, b: Any) -> bool:
+    """``a == b`` for plain data, also for values nested deeper than the comparison's
+    recursion goes: lists, tuples and dicts are then compared with an explicit stack, each
+    pair of other values with ``==`` (list equality's own rules: identity, then ``==``)."""
+    try:
+        return bool(a == b)
+    except RecursionError:
+        pass
+    stack = [(a, b)]
+    while stack:
+        x, y = stack.pop()
+        if x is y:
+            continue
+        t = type(x)
+        if t is type(y) and t in (list, tuple):
+            if len(x) != len(y):
+                return False
+            stack.extend(zip(x, y))
+        elif t is dict and type(y) is dict:
+            if len(x) != len(y) or any(k not in y for k in x):
+                return False
+            stack.extend((v, y[k]) for k, v in x.items())
+        elif not x == y:
+            return False
+    return True
 
 
 def _array_from_tree(kind: Any, shape: Any, items: Any, keys: Any = None) -> Array:
@@ -418,6 +545,8 @@ class Array:
                 for k in range(self.shape[0])]
 
     def __repr__(self) -> str:
+        if len(self.items) > 1000 or not self.items:  # bounded: messages print it
+            return f"{self.kind}(shape={self.shape}, {len(self.items)} items)"
         keys = "" if self.keys is None else f", {'index' if self.kind == 'Series' else 'columns'}={self.keys!r}"
         return f"{self.kind}({self.nested()!r}{keys})"
 

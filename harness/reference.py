@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import marshal
 import os
 from pathlib import Path
@@ -26,6 +25,7 @@ from codea1.harness.judge import Checker, judge
 from codea1.harness.longlived import long_lived
 from codea1.harness.progress import stage_bar
 from codea1.harness.records import SANDBOX_ERROR, ExecJob, Problem, RawResult
+from codea1.harness.sandbox.protocol import dumps_tree, loads_record
 
 CACHE_VERSION = "7"  # bump when what a reference run records changes (large outputs: 3, their digests: 5; the sandbox reads only its job, script checks report values: 6; arrays, and the test script's imports in the solution's namespace: 7)
 REFERENCE_TEST_LIMIT = 60.0  # seconds per test for the reference (evalplus gives it no limit)
@@ -52,7 +52,7 @@ class ReferenceRun:
 
     def value(self, i: int) -> Any:
         if i not in self.values and i in self.digests and self._large_file is not None:
-            large = json.loads(self._large_file.read_text())
+            large = loads_record(self._large_file.read_text())
             self.values.update({int(k): plaindata.from_tree(v) for k, v in large.items()})
             self._large_file = None
         return self.values.get(i)
@@ -63,10 +63,14 @@ class ReferenceRun:
         json's 0.22 s. Large outputs go to a JSON side file, read only when needed."""
         large = {str(i): plaindata.to_tree(self.values[i]) for i in self.digests if i in self.values}
         small = {i: plaindata.to_tree(v) for i, v in self.values.items() if i not in self.digests}
+        try:
+            record = marshal.dumps({"times": self.times, "values": small, "digests": dict(self.digests),
+                                    "failed": dict(self.failed), "error": self.error})
+        except ValueError:  # a value nested deeper than marshal goes: not cached, computed again next run
+            return
         if large:
-            _atomic_write(path.with_suffix(".large.json"), json.dumps(large, separators=(",", ":")))
-        _atomic_write(path, marshal.dumps({"times": self.times, "values": small, "digests": dict(self.digests),
-                                           "failed": dict(self.failed), "error": self.error}))
+            _atomic_write(path.with_suffix(".large.json"), dumps_tree(large))
+        _atomic_write(path, record)
 
     @classmethod
     def load(cls, path: Path) -> "ReferenceRun":

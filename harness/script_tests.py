@@ -393,8 +393,10 @@ class _FunctionRewriter:
             if set(keywords) - {"match"}:
                 raise _NotRewritable(f"line {node.lineno}: pytest.raises with {sorted(keywords)}")
             tolerance = {"match": self.expected(keywords["match"])} if "match" in keywords else None
-        elif name in ("self.assertRaises", "self.assertRaisesRegex") and not call.keywords \
+        elif name in ("self.assertRaises", "self.assertRaisesRegex") \
+                and all(kw.arg == "msg" for kw in call.keywords) \
                 and len(call.args) == (2 if name.endswith("Regex") else 1):
+            # msg= only words the failure: the parent words its own
             tolerance = {"match": self.expected(call.args[1])} if name.endswith("Regex") else None
         else:
             return None
@@ -945,6 +947,28 @@ def judge_reports(table: dict, reports: dict) -> tuple[bool, str]:
         if not any(k in reached for k in own):
             return False, f"{function}: no check was reached"
     return True, ""
+
+
+def script_names(script: str, framework: str) -> tuple[list[str], list[str]]:
+    """(the names the script's imports at module level bind, the qualified names of its test
+    functions as ``judge_reports`` and the child's runners name them: "test_x", "TestA.test_b",
+    "TestCases.test_c"); ([], []) for a script that does not parse. The child runs it."""
+    try:
+        module = ast.parse(script)
+    except SyntaxError:
+        return [], []
+    _drop_redefined(module)
+    imports, blocks = [], [module.body]
+    while blocks:  # imports at module level, in if/try/with blocks too (`try: import x` ...)
+        for node in blocks.pop():
+            if isinstance(node, ast.Import):
+                imports += [(a.asname or a.name).split(".")[0] for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                imports += [a.asname or a.name for a in node.names if a.name != "*"]
+            elif isinstance(node, (ast.If, ast.Try, ast.With)):
+                blocks += [getattr(node, f) for f in ("body", "orelse", "finalbody") if getattr(node, f, None)]
+                blocks += [h.body for h in getattr(node, "handlers", ())]
+    return imports, [q for _, q in _test_functions(module, framework)]
 
 
 def pytest_function_name(nodeid: str) -> str:

@@ -33,7 +33,7 @@ HEAVY_MODULES = ("codea1.trainers.backends.openrlhf_stack",)
 CORE = "codea1.harness"
 OUTSIDE_CORE = ("codea1.plugins", "codea1.benchmarks", "codea1.trainers", "codea1.reports")
 SANDBOX_SIDE = ("codea1.harness.plaindata", "codea1.harness.sandbox.child", "codea1.harness.sandbox.confine",
-                "codea1.harness.sandbox.zygote")
+                "codea1.harness.sandbox.zygote", "codea1.harness.sandbox.protocol")
 # The child's report hook lives beside the script rewriter, whose module-level imports are the
 # standard library and plaindata (it imports the judge inside the parent-side functions only).
 SANDBOX_MAY_IMPORT = ("codea1", CORE, "codea1.harness.sandbox", "__future__", "codea1.harness.script_tests")

@@ -33,14 +33,14 @@ class EvaluateCommand(Command):
                        help="execute every sample, even identical programs of the same task")
 
     def run(self, plugins, args):
-        from codea1.harness.flows.evaluate import EvaluateConfig, evaluate
+        from codea1.harness.flows.evaluate import EvaluateConfig, evaluate, verdict_lines
 
         cfg = EvaluateConfig(**common(args), **limits(args), samples=args.samples, k=args.k,
                              reference_cache=not args.no_reference_cache, dedupe=not args.no_dedupe)
         r = evaluate(plugins, cfg)
         print(f"benchmark {r['benchmark']}  samples {r['counts']['samples']}  (resumed {r['resumed']})  "
               f"executor {r['executor']}")
-        print("verdicts: " + ", ".join(f"{k} {v}" for k, v in r["counts"].items() if k != "samples" and v))
+        print("\n".join(verdict_lines(r["counts"])))
         print_metrics(r["metrics"], r["metric_notes"])
         if args.per_task or len(r["tasks"]) <= 40:
             print(f"\n  {'task':<24} {'n':>3} {'pass':>4}  statuses")

@@ -297,6 +297,20 @@ def summarise(run: Run, cfg: EvaluateConfig, samples: list[CodeSample], log: Ver
             "resumed": log.resumed, "timing": timing, "skipped_tasks": skipped, "reference_failures": reference_failures, "tasks": tasks}
 
 
+def verdict_lines(counts: dict) -> list[str]:
+    """The summary's lines on verdicts (results.json's ``counts``): each status's count, then
+    what a sandbox error and an in-process verdict mean for the figures above them."""
+    lines = ["verdicts: " + ", ".join(f"{k} {v}" for k, v in counts.items()
+                                      if k not in ("samples", "judged_in_process") and v)]
+    if counts.get(SANDBOX_ERROR):
+        lines.append(f"  {counts[SANDBOX_ERROR]} sandbox error(s): the executor failed (retried once), not the "
+                     f"program; counted as failures. Run the same command again to retry them.")
+    if counts.get("judged_in_process"):
+        lines.append(f"  {counts['judged_in_process']} of {counts.get('samples', '?')} verdicts judged in the "
+                     f"program's own process (script tests a runner inside the program decided)")
+    return lines
+
+
 def compute_metrics(plugins, verdicts: list[Verdict], ks: list[int]
                     ) -> tuple[dict[str, float], dict[str, str], dict[str, dict[str, float]]]:
     """(metrics, notes, per-task figures) from the code-metric plugins. Groups (e.g.
@@ -333,10 +347,12 @@ def code_metrics(plugins, outcomes: dict[str, dict[str, list[bool]]], ks: list[i
 
 
 def sample_outcomes(verdicts: list[Verdict], group: str | None = None) -> dict[str, list[bool]]:
-    """task -> pass/fail per judged sample, in sample order; skipped and sandbox errors left out."""
+    """task -> pass/fail per judged sample, in sample order. Skipped samples are left out; a
+    sandbox error (the executor failed, retried once: nothing a program can cause) counts as
+    a failure, so no status can take a sample out of the denominators."""
     by_task: dict[str, list[Verdict]] = defaultdict(list)
     for v in verdicts:
-        if v.status not in (SKIPPED, SANDBOX_ERROR):
+        if v.status != SKIPPED:
             by_task[v.task_id].append(v)
     return {task: [(v.groups.get(group) == PASS) if group else v.passed
                    for v in sorted(vs, key=lambda v: v.sample_index)]

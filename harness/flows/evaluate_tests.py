@@ -308,7 +308,7 @@ def mutants_stage(run: Run, cfg: EvaluateTestsConfig, staged: dict[str, Staged],
             if verdict.status == "error":
                 bad = 0  # the mutant did not load: every test fails
             elif verdict.status == "sandbox_error":
-                bad = None  # no verdict: left out of the mutation score
+                bad = None  # no verdict: no kill (formulas.task_mutation_score keeps it in the denominator)
             elif bad is not None and verdict.tests[bad].status in ("timeout", "not_run"):
                 entry["first_timeout"], bad = bad, None  # no kill: the tests from here on gave no verdict
             entry["first_fail"] = bad
@@ -347,7 +347,9 @@ def tests_results(plugins, records: dict[str, TaskRecord], ks: list[int], cfg: E
         }
     return {"command": "evaluate-tests", "benchmark": cfg.benchmark, "k": ks, "metrics": metrics,
             "metric_notes": notes, "tasks": per_task,
-            "counts": {"tasks": len(records), "tests_in_process": sum(len(r.in_process) for r in records.values())}}
+            "counts": {"tasks": len(records), "tests_in_process": sum(len(r.in_process) for r in records.values()),
+                       "sandbox_error_mutants": sum(m["status"] == "sandbox_error" for r in records.values()
+                                                    for m in r.mutants)}}
 
 
 COVERAGE_HELPER = '''

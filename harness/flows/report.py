@@ -639,8 +639,8 @@ def build_report(plugins, cfg: ReportConfig) -> Report:
             raise ConfigError(f"--baseline {cfg.baseline}: neither a run given nor a label"
                               f"{did_you_mean(cfg.baseline, labels)}")
     warnings = [f"{r.path}: {r.status}; shown with its status, never ranked" for r in runs if r.status != "complete"]
-    warnings += [f"{r.path}: {r.in_process[0]} of {r.in_process[1]} verdicts judged in-process (script tests run by "
-                 f"a runner inside the program's own process, which the program could steer)"
+    warnings += [f"{r.path}: {r.in_process[0]} of {r.in_process[1]} verdicts judged in the program's own process "
+                 f"(script tests a runner inside the program decided)"
                  for r in runs if r.in_process[0]]
     warnings += [f"{r.path}: {r.declared.warning}" for r in runs if r.declared is not None and r.declared.warning]
     built = [

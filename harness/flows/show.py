@@ -103,7 +103,9 @@ def show_evaluate(path: Path, config: dict, results: dict, shown: dict) -> None:
     with_metrics(results, shown)
     counts = results.get("counts", {})
     if counts:
-        shown["lines"].append("verdicts: " + ", ".join(f"{k} {v}" for k, v in counts.items() if v))
+        from codea1.harness.flows.evaluate import verdict_lines
+
+        shown["lines"].extend(verdict_lines(counts))
 
 
 def show_evaluate_tests(path: Path, config: dict, results: dict, shown: dict) -> None:

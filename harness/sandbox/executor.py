@@ -10,7 +10,16 @@ per zygote), ``file_mb`` (largest file the program may write), ``network`` ("iso
 the child may read only the interpreter, what it can import and the system's libraries and
 data (``confine.read_paths``) besides its own temporary directory, where alone it may write;
 it cannot signal or ptrace anything outside its sandbox, and, with ``network=isolate``,
-cannot bind or connect TCP), ``read`` (comma-separated further paths programs may read).
+cannot bind or connect TCP), ``read`` (comma-separated further paths programs may read),
+``run_as`` (where the zygote runs as root, the user its children switch to: "UID:GID",
+"UID" or "USER[:GROUP]", default 65534:65534, nobody; each child then has no supplementary
+group, no capability, an empty bounding set and no_new_privs, so that it cannot chmod,
+chown or touch files outside its job nor connect to root's UNIX sockets. "root" keeps
+children root, unsafe: only where the interpreter cannot be made readable for another user).
+Where the zygote is not root its children keep its user. With ``seccomp`` on, socket(AF_UNIX)
+is refused as well (socketpair stays). The zygote's ready report, in environment.json, says
+what holds: ``privileges`` (the children's uid, gid, capability sets, no_new_privs, how the
+user was switched or why not) and ``unix_sockets``.
 
 What a program can read is stated in ``info()["reads"]`` (the run's environment.json): the
 paths, what enforces them, and one boolean per guarantee (``READ_GUARANTEES``).
@@ -36,7 +45,7 @@ from codea1.harness.execution import (
 )
 from codea1.harness.records import ExecJob, RawResult
 from codea1.harness.sandbox import confine
-from codea1.harness.sandbox.pool import DEFAULT_PRELOAD, ZygotePool, package_roots
+from codea1.harness.sandbox.pool import DEFAULT_PRELOAD, ZygoteDied, ZygotePool, package_roots
 
 # What a program must not be able to read, each a key of info()["reads"]["guarantees"].
 # other_jobs_memory: no earlier job's program, tests or results in the child's memory (it is
@@ -56,10 +65,12 @@ class SubprocessOptions:
     seccomp: bool = True
     landlock: bool = True
     read: str = ""
+    run_as: str = "65534:65534"
 
     def __post_init__(self):
         if self.network not in ("isolate", "allow"):
             raise ValueError(f"network must be 'isolate' or 'allow', not {self.network!r}")
+        confine.parse_run_as(self.run_as)  # ValueError for a user or group that does not exist
 
 
 class ZygoteExecutor(Executor):
@@ -71,7 +82,8 @@ class ZygoteExecutor(Executor):
     def __init__(self, options=None, workers=None):
         super().__init__(options or self.Options(), workers)
         opts = self.options
-        args = ["--file-mb", str(opts.file_mb)]
+        run_as = confine.parse_run_as(opts.run_as)  # resolved here: the zygote's view may lack the names
+        args = ["--file-mb", str(opts.file_mb), "--run-as", "root" if run_as is None else f"{run_as[0]}:{run_as[1]}"]
         if opts.network == "allow":
             args.append("--no-network-isolation")
         if not opts.seccomp:
@@ -102,11 +114,28 @@ class ZygoteExecutor(Executor):
     # even without Landlock a program cannot read data, runs or homes (OUT_OF_VIEW).
     view_limited = False
 
+    # What to try when no zygote starts, for ExecutorUnavailable's line: a wrapper's own
+    # requirements (without one, the zygote's last line says it all).
+    start_advice = ""
+
     def extra_reads(self) -> list[str]:
         return [os.path.realpath(p) for p in self.options.read.split(",") if p]
 
+    def start_zygotes(self, pool: ZygotePool) -> dict:
+        """Start ``pool`` (its ready report); a zygote that cannot start, in or out of the
+        wrapper, ends the run with one line that says why and what to try, not a traceback
+        (the zygote's whole output stays on the exception's cause, shown by --debug)."""
+        try:
+            return pool.start()
+        except (ZygoteDied, OSError) as exc:
+            lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+            why = lines[-1].rstrip(".") if lines else type(exc).__name__
+            advice = f"; {self.start_advice}" if self.start_advice else ""
+            raise ExecutorUnavailable(f"executor {self.name!r} could not start its zygote: {why}{advice} "
+                                      "(--debug shows the zygote's whole output)") from exc
+
     def info(self) -> dict:
-        ready = self.pool.start()
+        ready = self.start_zygotes(self.pool)
         return {"executor": self.name, "workers": self.workers, "wrapper": self.wrapper, **ready,
                 "reads": self.read_policy(ready)}
 
@@ -133,7 +162,9 @@ class ZygoteExecutor(Executor):
         for job in jobs:
             by_seed.setdefault(job.hash_seed, []).append(job)
         for seed, seed_jobs in by_seed.items():  # one pool at a time: each has all the workers
-            yield from self._run_on(self.pool_for(seed), seed_jobs, early_stop)
+            pool = self.pool_for(seed)
+            self.start_zygotes(pool)
+            yield from self._run_on(pool, seed_jobs, early_stop)
 
     def _run_on(self, pool: ZygotePool, jobs: Sequence[ExecJob], early_stop=None) -> Iterator[RawResult]:
         encode = PayloadEncoder()
@@ -184,8 +215,14 @@ def forbidden_paths() -> list[str]:
     """Paths no program may read, nor any path that holds them: the project checkout (for an
     editable install, where codea1's folders are not in a site-packages directory), this
     process's working directory (where runs are written by default), the home directory
-    (caches: ~/.cache/codea1) and the temporary directory (other zygotes' jobs)."""
-    checkouts = [p for p in package_roots() if Path(p).name not in ("site-packages", "dist-packages")]
+    (caches: ~/.cache/codea1) and the temporary directory (other zygotes' jobs).
+
+    Only the outermost package roots can be a checkout: an installed wheel's codea1.harness
+    lies in site-packages/codea1, which is codea1's own folder (taken for a checkout, it took
+    site-packages and the interpreter's prefix, which hold it, out of every sandbox's view)."""
+    roots = package_roots()
+    outermost = [p for p in roots if not under(p, [r for r in roots if r != p])]
+    checkouts = [p for p in outermost if Path(p).name not in ("site-packages", "dist-packages")]
     return sorted({*checkouts, os.getcwd(), os.path.expanduser("~"), tempfile.gettempdir()})
 
 

@@ -7,7 +7,6 @@ this pool and differ only in the command prefix that wraps the zygote.
 from __future__ import annotations
 
 import collections
-import json
 import os
 import queue
 import subprocess
@@ -16,6 +15,8 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, Hashable, Iterable, Iterator, Sequence
+
+from codea1.harness.sandbox.protocol import Reply, ReplyError, StreamEnded, job_line, read_frame
 
 DEFAULT_PRELOAD = ("math", "re", "collections", "itertools", "functools", "heapq", "bisect", "string",
                    "typing", "json", "fractions", "decimal", "statistics", "random", "copy", "operator",
@@ -34,7 +35,16 @@ def package_roots() -> list[str]:
 
 
 class ZygoteDied(RuntimeError):
-    pass
+    """The zygote exited, or would not start: the job is retried once on a fresh one."""
+
+
+class ZygoteUnavailable(ZygoteDied):
+    """No zygote could be started: nothing ran, so no program is to blame (a sandbox error)."""
+
+
+# A reply ``ReplyError`` rejected (it broke the protocol: protocol.Reply) ends its zygote and
+# is the program's failure: the zygote relays what the child wrote, and frames nothing wrong
+# of its own accord.
 
 
 class _Zygote:
@@ -47,13 +57,18 @@ class _Zygote:
         finally:
             os.close(control_r)
         self.held_tests: str | None = None  # the tests_key whose tests this zygote holds
+        self.broken = False  # its stream is out of step with its jobs: never asked again
+        self.running: str | None = None  # the job whose reply is being read
         self._stderr_tail: list[str] = []
         threading.Thread(target=self._drain_stderr, daemon=True).start()
         try:
-            self.info, _ = self._read()
-        except ZygoteDied:
-            self.proc.wait(timeout=10)
-            raise ZygoteDied(f"zygote did not start (exit {self.proc.returncode}): {self.stderr_tail()}") from None
+            self.info, _ = read_frame(self.proc.stdout)
+            if self.info.get("ready") is not True:
+                raise ReplyError("the first frame is not the ready report")
+        except (ReplyError, OSError, ValueError) as exc:
+            self.kill()
+            raise ZygoteUnavailable(f"zygote did not start (exit {self.proc.returncode}): {exc}; "
+                                    f"{self.stderr_tail()}") from None
 
     def _drain_stderr(self):
         for line in self.proc.stderr:
@@ -62,36 +77,29 @@ class _Zygote:
     def stderr_tail(self) -> str:
         return "".join(self._stderr_tail)[-2000:]
 
-    def _read(self) -> tuple[dict, bytes]:
-        line = self.proc.stdout.readline()
-        if not line:
-            raise ZygoteDied(f"zygote exited: {self.stderr_tail()}")
-        header = json.loads(line)
-        size = int(header.get("result_bytes", 0))
-        body = self.proc.stdout.read(size) if size else b""
-        if len(body) != size:
-            raise ZygoteDied(f"zygote reply cut short: {self.stderr_tail()}")
-        return header, body
-
-    def _send(self, data: bytes, job_id: str, on_chunk) -> tuple[dict, bytes]:
+    def _send(self, data: bytes, reply: Reply, on_chunk) -> tuple[dict, bytes]:
         """Send one job (its line, and its tests' marshal bytes where they follow it); result
         records stream in as chunks (``on_chunk(bytes)`` returns True to cancel the job: the
-        zygote then kills the child)."""
+        zygote then kills the child). Every frame must answer this job (``reply``)."""
         try:
             self.proc.stdin.write(data)
             self.proc.stdin.flush()
-            chunks = []
-            cancelled = False
-            while True:
-                header, body = self._read()
-                if "chunk" not in header:
-                    return header, b"".join(chunks) + body
-                chunks.append(body)
-                if on_chunk is not None and not cancelled and on_chunk(body):
-                    cancelled = True
-                    self.cancel(job_id)
-        except (BrokenPipeError, OSError, ValueError) as exc:
+        except (OSError, ValueError) as exc:
             raise ZygoteDied(f"zygote pipe broke: {exc}; {self.stderr_tail()}") from exc
+        chunks = []
+        cancelled = False
+        while True:
+            try:
+                header, body = read_frame(self.proc.stdout)
+            except (StreamEnded, OSError) as exc:
+                raise ZygoteDied(f"zygote exited: {exc}; {self.stderr_tail()}") from exc
+            reply.check(header)
+            if not header.get("chunk"):
+                return header, b"".join(chunks) + body
+            chunks.append(body)
+            if on_chunk is not None and not cancelled and on_chunk(body):
+                cancelled = True
+                self.cancel(reply.job_id)
 
     def cancel(self, job_id: str) -> None:
         """Have the zygote kill the child running ``job_id`` (ignored once that job ended)."""
@@ -105,21 +113,77 @@ class _Zygote:
         """``head`` is the job as a JSON object without its tests; the tests travel only when
         this zygote does not hold them (it holds the latest it was sent; should it answer
         "need_tests" all the same, they are sent): as the marshal bytes ``tests_blob()``
-        returns, or as ``tests_json`` where it returns None."""
-        line = head[:-1] + f',"tests_key":"{tests_key}"'
+        returns, or as ``tests_json`` where it returns None.
+
+        Raises ZygoteDied when the zygote exited, and ReplyError for anything else that went
+        wrong while the reply was read (a frame for another job or nonce, one that does not
+        parse, an error raised by ``on_chunk``): either way the zygote is ``broken`` and must
+        be replaced, never asked again (the rest of its reply was not read)."""
+        self.running = job_id
+        try:
+            return self._request(head, tests_key, tests_json, tests_blob, job_id, on_chunk)
+        except ZygoteDied:
+            self.broken = True
+            raise
+        except Exception as exc:  # noqa: BLE001 - whatever it was, this zygote's stream is out of step
+            self.broken = True
+            if isinstance(exc, ReplyError):
+                raise
+            raise ReplyError(f"{type(exc).__name__} while reading the reply: {exc}") from exc
+
+    def _request(self, head, tests_key, tests_json, tests_blob, job_id, on_chunk) -> tuple[dict, bytes]:
+        fields = f',"tests_key":"{tests_key}"'
         if tests_key == self.held_tests:
-            header, body = self._send((line + "}\n").encode("utf-8", "surrogatepass"), job_id, on_chunk)
+            reply = Reply(job_id, os.urandom(12).hex())
+            header, body = self._send(job_line(head, fields, reply.nonce), reply, on_chunk)
             if not header.get("need_tests"):
                 return header, body
         self.held_tests = None  # until the zygote has read them: a broken pipe may lose them
         blob = tests_blob() if tests_blob is not None else None
+        reply = Reply(job_id, os.urandom(12).hex())
         if blob is not None:
-            data = (line + f',"tests_marshal":{len(blob)}}}\n').encode("utf-8", "surrogatepass") + blob
+            data = job_line(head, fields + f',"tests_marshal":{len(blob)}', reply.nonce) + blob
         else:
-            data = (line + f',"tests":{tests_json}}}\n').encode("utf-8", "surrogatepass")
-        answer = self._send(data, job_id, on_chunk)
+            data = job_line(head, fields + f',"tests":{tests_json}', reply.nonce)
+        answer = self._send(data, reply, on_chunk)
         self.held_tests = tests_key
         return answer
+
+    def kill(self) -> None:
+        """End the zygote now (its session: the forker with it)."""
+        try:
+            os.killpg(self.proc.pid, 9)
+        except OSError:
+            pass
+        self.close()
+
+    def discard(self) -> None:
+        """End a zygote whose reply was not read to its end: its child is cancelled (the
+        zygote kills it), its stdin closed, and what it still writes is read and dropped on
+        another thread until it exits (killed should it not within 10 s)."""
+        if self.running is not None:
+            self.cancel(self.running)
+        for close in (self.proc.stdin.close, lambda: os.close(self.control_w)):
+            try:
+                close()
+            except OSError:
+                pass
+
+        def drain():
+            try:
+                while self.proc.stdout.read(1 << 16):
+                    pass
+            except (OSError, ValueError):
+                pass
+
+        def reap():
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+        threading.Thread(target=drain, daemon=True).start()
+        threading.Thread(target=reap, daemon=True).start()
 
     def close(self):
         for close in (self.proc.stdin.close, lambda: os.close(self.control_w)):
@@ -233,7 +297,7 @@ class ZygotePool:
         self._background.start()
 
     def _replace(self, dead: _Zygote) -> None:
-        dead.close()
+        dead.discard()
         with self._lock:
             self._all.remove(dead)
             fresh = _Zygote(self._argv, self._env)
@@ -241,7 +305,8 @@ class ZygotePool:
         self._free.put(fresh)
 
     def _respawn(self, dead: _Zygote) -> tuple[_Zygote | None, Exception | None]:
-        """Replace a dead zygote; (a free zygote, None), or (None, why) when none starts."""
+        """Replace a dead or broken zygote; (a free zygote, None), or (None, why) when none
+        starts."""
         try:
             self._replace(dead)
         except ZygoteDied as exc:
@@ -250,12 +315,13 @@ class ZygotePool:
 
     def request(self, parts: tuple, job_id: str = "", on_chunk=None) -> tuple[dict, bytes]:
         """Run one job (``PayloadEncoder``'s parts: head, tests_key, tests_json and optionally
-        tests_blob); a zygote that dies is replaced and the error is raised."""
+        tests_blob); a zygote that dies or breaks the protocol is replaced and the error is
+        raised (ZygoteDied, ReplyError)."""
         self.start()
         zygote = self._free.get()
         try:
             answer = zygote.request(*parts, job_id=job_id, on_chunk=on_chunk)
-        except ZygoteDied:
+        except (ZygoteDied, ReplyError):
             self._replace(zygote)
             raise
         self._free.put(zygote)
@@ -284,7 +350,7 @@ class ZygotePool:
         running: dict[_Zygote, str] = {}
 
         def worker():
-            zygote, mine, broken = self._free.get(), _NO_GROUP, None
+            zygote, mine, why = self._free.get(), _NO_GROUP, None
             try:
                 while not stopping.is_set() and (item := todo.take(mine)) is not None:
                     mine = group(item)
@@ -293,25 +359,35 @@ class ZygotePool:
                         sent_to = None
                         try:
                             if zygote is None:
-                                raise ZygoteDied(f"no zygote could be started: {broken}")
+                                raise ZygoteUnavailable(f"no zygote could be started: {why}")
                             sent_to = zygote
                             running[sent_to] = job_id(item)
                             if stopping.is_set():  # stopped between take and here: cancel() missed it
                                 break
                             answer = zygote.request(*make_payload(item), job_id=job_id(item),
                                                     on_chunk=make_on_chunk(item))
+                            if attempt == 1 or not str(answer[0].get("exit", "")).startswith("sandbox:"):
+                                break
+                            # The zygote's own failure ("sandbox: ..."), never the program's:
+                            # once more on a fresh zygote, then a sandbox error.
+                            zygote, why = self._respawn(zygote)
+                        except ZygoteUnavailable as exc:  # nothing ran: the machine's fault
+                            answer = on_error(item, exc)
+                            break
+                        except ReplyError as exc:
+                            # The reply broke the protocol: the zygote is ended unread, and the
+                            # program fails (protocol.Reply); a fresh zygote takes its place.
+                            zygote, why = self._respawn(zygote)
+                            answer = ({"exit": f"protocol: {exc}"}, b"")
                             break
                         except ZygoteDied as exc:
-                            if zygote is None:  # nothing ran: the machine's fault
-                                answer = on_error(item, exc)
-                                break
-                            zygote, broken = self._respawn(zygote)
+                            zygote, why = self._respawn(zygote)
                             if attempt == 1:
                                 # The worker died under this program twice: the program's doing
-                                # (a sandbox error would leave its group out of the rewards).
+                                # (a sandbox error would take it out of the rewards).
                                 answer = ({"exit": f"crashed: the sandbox worker died twice running this "
                                                    f"program ({exc})"}, b"")
-                        except Exception as exc:  # noqa: BLE001 - turned into a sandbox error for that job
+                        except Exception as exc:  # noqa: BLE001 - the job could not be sent: a sandbox error
                             answer = on_error(item, exc)
                             break
                         finally:

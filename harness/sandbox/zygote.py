@@ -3,10 +3,18 @@
 Started once per worker (``python -m harness.sandbox.zygote``), possibly inside firejail or
 bubblewrap, it pays interpreter start-up and imports once. For every job line read on stdin
 a child is forked that confines itself (new session, scrubbed environment, private temporary
-directory, rlimits, no new processes, no exec) and then runs ``harness.sandbox.child``. The
+directory, rlimits, no new processes, no exec; where the zygote is root, another user
+(``--run-as``) with no capability at all) and then runs ``harness.sandbox.child``. The
 zygote supervises from outside: it drains and caps stdout/stderr, reads the result pipe,
 kills the child's process group at the job's wall-clock deadline (the program can cancel its
-own alarms, not this), and answers one JSON line on stdout.
+own alarms, not this), and answers in frames on stdout (``harness.sandbox.protocol``), each
+naming the job and nonce it answers.
+
+A root zygote checks first, in a throwaway child that sheds privilege as each job's does,
+that its children's user can read the interpreter and the packages; a directory on the way
+it cannot search (an interpreter under /root, 0700) is opened for the children alone, in a
+mount namespace of the zygote's own (``confine.open_blocked_directories``); anything else
+unreadable ends the zygote with one line that says what to do.
 
 Children are not forked by the zygote itself but by its forker (``Forker``), a process forked
 from the zygote before the zygote reads its first job. A child is a copy of its parent's
@@ -16,7 +24,7 @@ programs of earlier jobs (reference solutions among them) and the results the zy
 directory and descriptors (the job as marshal bytes in a memfd, the problem's tests in
 another, the three pipes), and the child reads its job from them.
 
-The first line the zygote writes is its capability report: {"ready": true, ...}.
+The first frame the zygote writes is its capability report: {"ready": true, ...}.
 """
 
 from __future__ import annotations
@@ -36,9 +44,9 @@ import tempfile
 import time
 
 from codea1.harness.sandbox import child, confine
+from codea1.harness.sandbox.protocol import RESULT_CAP, recv_message, send_message, write_frame
 
 OUTPUT_CAP = 64 * 1024  # bytes of stdout / stderr kept per job
-RESULT_CAP = 256 * 1024 * 1024  # bytes of result records accepted per job
 RELAY_INTERVAL = 0.001  # seconds between two relays of a running child's records
 READ_SIZE = 1 << 16
 SAFE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
@@ -90,12 +98,18 @@ class Forker:
     child's pid; ``reap`` (a deadline) waits for the child, kills its group when late, and
     answers its wait status (None: killed) and how many orphans were killed."""
 
-    def __init__(self, seccomp: bool, landlock: bool, block_tcp: bool, read_rules: list, file_mb: int):
+    def __init__(self, seccomp: bool, landlock: bool, block_tcp: bool, read_rules: list, file_mb: int,
+                 switch_to: tuple[int, int] | None = None, drop_caps: bool = False):
         self.seccomp = seccomp
         self.landlock = landlock
         self.block_tcp = block_tcp
         self.read_rules = read_rules
         self.file_mb = file_mb
+        # Each child becomes switch_to's (uid, gid) (a root zygote), or keeps the user but no
+        # capability (drop_caps: a root zygote that cannot switch, or run_as=root).
+        self.switch_to = switch_to
+        self.drop_caps = drop_caps
+        self.locked = False  # confine.lock_privileges done in the forker (at its first child)
         self.sock: socket.socket | None = None
         self.pid = 0
         self.subreaper = False
@@ -136,16 +150,16 @@ class Forker:
 
     def _receive(self) -> tuple[dict, list[int]]:
         try:
-            data, fds, _flags, _addr = socket.recv_fds(self.sock, 4096, 8)
-        except OSError as exc:
+            message, fds = recv_message(self.sock)
+        except (OSError, ValueError) as exc:
             raise ForkerGone(f"forker: {exc}") from exc
-        if not data:
+        if message is None:
             raise ForkerGone("the forker exited")
-        return json.loads(data), fds
+        return message, fds
 
     def _ask(self, request: dict, fds: list[int] = ()) -> dict:
         try:
-            socket.send_fds(self.sock, [json.dumps(request).encode()], list(fds))
+            send_message(self.sock, request, fds)
         except OSError as exc:
             raise ForkerGone(f"forker: {exc}") from exc
         answer = self._receive()[0]
@@ -175,13 +189,12 @@ class Forker:
     # -- the forker's side ------------------------------------------------------------------
 
     def _serve(self) -> None:
-        socket.send_fds(self.sock, [json.dumps({"subreaper": self.subreaper}).encode()], [])
+        send_message(self.sock, {"subreaper": self.subreaper})
         child_pid, exited = 0, None
         while True:
-            data, fds, _flags, _addr = socket.recv_fds(self.sock, 4096, 8)
-            if not data:
+            request, fds = recv_message(self.sock)
+            if request is None:
                 return
-            request = json.loads(data)
             try:
                 if "fork" in request:
                     child_pid = self._fork_child(request["fork"], fds)
@@ -199,10 +212,13 @@ class Forker:
             finally:
                 for fd in fds:
                     os.close(fd)
-            socket.send_fds(self.sock, [json.dumps(answer).encode()], [])
+            send_message(self.sock, answer)
 
     def _fork_child(self, workdir: str, fds: list[int]) -> int:
         job_fd, tests_fd, out_w, err_w, res_w = fds
+        if not self.locked:  # once, here in the forker (never in the zygote: in-process, that is a test runner)
+            confine.lock_privileges()
+            self.locked = True
         # Made before the fork: what the child makes, the kernel copies page by page.
         ruleset = confine.landlock_ruleset(workdir, self.block_tcp, self.read_rules)[0] if self.landlock else None
         try:
@@ -246,6 +262,13 @@ class Forker:
         tempfile.tempdir = workdir
         cpu = int(job.get("batch_timeout", 60)) + 2
         confine.set_limits(int(job.get("memory_mb", 4096)), cpu, self.file_mb)
+        # The user last but for seccomp: everything above may be done by root (the pipes and
+        # the job's directory were opened and entered; limits only lowered), nothing below
+        # needs it (no_new_privs is set in the forker, an empty bounding set inherited from it).
+        if self.switch_to is not None:
+            confine.switch_user(*self.switch_to)
+        elif self.drop_caps:
+            confine.drop_capabilities()
         if self.seccomp:
             confine.install_no_process_filter()
 
@@ -253,19 +276,70 @@ class Forker:
 class Zygote:
     def __init__(self, seccomp: bool, file_mb: int, output_cap: int, reply=None, control_fd: int | None = None,
                  landlock: bool = False, block_tcp: bool = True, readable: list[str] = (),
-                 not_for_forker: list[int] = ()):
+                 not_for_forker: list[int] = (), run_as: tuple[int, int] | None = confine.DEFAULT_RUN_AS,
+                 extra_reads: list[str] = ()):
         self.seccomp = seccomp
         self.landlock = landlock
+        # Children of a root zygote run as run_as (None: stay root, unsafe), without any
+        # capability. Checked first, in a throwaway child that sheds privilege as each job's
+        # does: a user who cannot read the interpreter or the packages ends the zygote with
+        # one line that says so (never a silent fall-back to root).
+        plan = confine.privilege_plan(run_as)
+        needed = confine.child_read_paths(extra_reads)
+        probe = confine.probe_child_privileges(plan["switch_to"], plan["drop_caps"], needed)
+        self.covered: list[str] = []
+        if probe.get("unreadable") and plan["switch_to"] is not None:
+            # A directory on the way that the children's user cannot search (an interpreter
+            # under /root, 0700): opened for this zygote's children alone, in a mount
+            # namespace of its own (confine.open_blocked_directories); the host is unchanged.
+            blocked = confine.blocked_directories(needed, *plan["switch_to"])
+            if blocked:
+                try:
+                    self.covered = confine.open_blocked_directories(blocked)
+                except OSError as exc:
+                    sys.stderr.write(f"zygote: could not open the directories on the way for the children: {exc}\n")
+                probe = confine.probe_child_privileges(plan["switch_to"], plan["drop_caps"], needed)
+        if "error" in probe:
+            raise SystemExit(f"zygote: a child could not shed its privileges ({plan['uid_switch']}): {probe['error']}")
+        status = probe["status"]
+        uid, gid = (int(status[key].split()[1]) for key in ("Uid", "Gid"))
+        if probe["unreadable"]:
+            path, blocker, mode = probe["unreadable"][0]
+            more = len(probe["unreadable"]) - 1
+            raise SystemExit(
+                f"zygote: programs run as uid {uid} gid {gid} (the executor option run_as) but cannot read {path}"
+                + (f" ({blocker}, mode {mode:04o}, is not searchable for them)" if blocker != path else "")
+                + (f" and {more} more" if more else "")
+                + f": make it readable for that user (e.g. chmod o+rx, or o+x {blocker}), or install Python and the "
+                  "virtual environment where it can read them, or set run_as to a user who can "
+                  "(run_as=root keeps root: unsafe)")
+        caps = {key: status[key] for key in confine.CAPABILITY_SETS}
+        self.privileges = {"run_as": "root" if run_as is None else f"{run_as[0]}:{run_as[1]}", "uid": uid,
+                           "gid": gid, "groups": [int(g) for g in status["Groups"].split()],
+                           "uid_switch": plan["uid_switch"], "capabilities": caps,
+                           "capabilities_dropped": not any(int(v, 16) for v in caps.values()),
+                           "no_new_privs": status["NoNewPrivs"] == "1",
+                           "directories_opened": self.covered}
+        self.unix_sockets = confine.unix_socket_policy(seccomp, plan["switch_to"], uid)
         # Opened once: per job only the rules are added (confine.read_rules).
         self.read_rules = confine.read_rules(readable) if landlock else []
         self.output_cap = output_cap
         self.root = tempfile.mkdtemp(prefix="codea1-zygote-")
+        self.switch_to = plan["switch_to"]
+        if self.switch_to is not None:
+            # Searchable, not listable, by the children's user: each reaches its own job's
+            # directory (its own, 0700), whose name holds a secret of this zygote, so that a
+            # child of another zygote (the same user) cannot guess it.
+            os.chmod(self.root, 0o711)
+        self.job_secret = os.urandom(8).hex()
         self.reply = reply  # when set, result bytes are streamed as they arrive
         self.control_fd = control_fd  # "cancel JOB_ID" lines from the parent
         self.control_buffer = b""
-        self.job_id = None
+        self.job_id = None  # the job running now, and its nonce: every frame about it names both
+        self.nonce = None
         self.jobs_run = 0
-        self.forker = Forker(seccomp, landlock, block_tcp, self.read_rules, file_mb)
+        self.forker = Forker(seccomp, landlock, block_tcp, self.read_rules, file_mb, switch_to=self.switch_to,
+                             drop_caps=plan["drop_caps"])
         self.forker.start([*not_for_forker] + ([control_fd] if control_fd is not None else []))
 
     def run_job(self, job: dict, tests_fd: int) -> dict:
@@ -273,12 +347,19 @@ class Zygote:
         # A numbered directory in the zygote's private one (made by mkdtemp, mode 0700): none
         # of mkdtemp's random-name work per job. Should the name be taken (a program that ran
         # without Landlock made it), mkdtemp's random name, never a directory made by another.
+        # The zygote's secret in the name: a child of another zygote cannot guess it.
         self.jobs_run += 1
-        workdir = os.path.join(self.root, f"job-{self.jobs_run}")
+        workdir = os.path.join(self.root, f"job-{self.jobs_run}-{self.job_secret}")
         try:
             os.mkdir(workdir, 0o700)
         except FileExistsError:
             workdir = tempfile.mkdtemp(prefix="job-", dir=self.root)
+        if self.switch_to is not None:  # the child's user owns it (the zygote, root, still removes it)
+            try:
+                os.chown(workdir, *self.switch_to)
+            except BaseException:
+                _remove(workdir)
+                raise
         fds = []
         try:
             fds.append(memfd("job", marshal.dumps({k: v for k, v in job.items() if k != "tests"})))
@@ -295,7 +376,7 @@ class Zygote:
         for fd in (job_fd, out_w, err_w, res_w):
             os.close(fd)
         deadline = start + float(job.get("batch_timeout", 60.0)) + 1.0
-        self.job_id = str(job.get("job_id"))
+        self.job_id, self.nonce = job.get("job_id"), job.get("nonce")
         exited = _pidfd(pid)  # turns readable when the child exits
         clock = TestClock(job.get("time_limits") or [], start)
         try:
@@ -309,9 +390,7 @@ class Zygote:
         finally:
             if exited is not None:
                 os.close(exited)
-        reply["job_id"] = job.get("job_id")
-        if "nonce" in job:  # echoed, so a client can tell this reply belongs to its request
-            reply["nonce"] = job["nonce"]
+        reply["job_id"], reply["nonce"] = job.get("job_id"), job.get("nonce")
         reply["wall"] = time.monotonic() - start
         _remove(workdir)
         return reply
@@ -377,7 +456,7 @@ class Zygote:
                         exit_reason = "protocol: result records exceed the cap"
                         open_fds.clear()
                         break
-                    _reply(self.reply, {"chunk": self.job_id}, data)
+                    write_frame(self.reply, {"chunk": True, "job_id": self.job_id, "nonce": self.nonce}, data)
                     clock.saw(data, time.monotonic())  # after the relay: a slow parent is not the child's time
                     if watch_exit is not None and len(data) < READ_SIZE:  # a full read: more is waiting
                         sel.unregister(res_r)
@@ -501,14 +580,6 @@ def _kill_group(pid: int) -> None:
             pass
 
 
-def _reply(stream, header: dict, result: bytes) -> None:
-    """One header line, then exactly ``result_bytes`` raw bytes of result records."""
-    header["result_bytes"] = len(result)
-    stream.write(json.dumps(header, separators=(",", ":")).encode() + b"\n")
-    stream.write(result)
-    stream.flush()
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness.sandbox.zygote")
     parser.add_argument("--preload", default="", help="comma-separated modules to import once")
@@ -519,6 +590,8 @@ def main(argv=None) -> int:
                         help="a path no program may read, nor any path that holds it (repeatable; the zygote's "
                              "working directory, the home directory and the temporary directory always)")
     parser.add_argument("--read", action="append", default=[], help="a further path programs may read (repeatable)")
+    parser.add_argument("--run-as", type=confine.parse_run_as, default=confine.DEFAULT_RUN_AS,
+                        help="UID:GID (or USER[:GROUP]) children of a root zygote run as; 'root' keeps root (unsafe)")
     parser.add_argument("--file-mb", type=int, default=64)
     parser.add_argument("--output-cap", type=int, default=OUTPUT_CAP)
     parser.add_argument("--control-fd", type=int, help="pipe of 'cancel JOB_ID' lines; enables streamed results")
@@ -534,6 +607,7 @@ def main(argv=None) -> int:
     # where present, refuses it to every child, root included).
     confine.set_not_dumpable()
     network = "" if args.no_network_isolation else confine.isolate_network()
+    ipc = confine.isolate_ipc()
     seccomp = (not args.no_seccomp) and confine.probe_seccomp()
     landlock = {} if args.no_landlock else confine.probe_landlock()
     preloaded, failed = [], {}
@@ -553,12 +627,13 @@ def main(argv=None) -> int:
     zygote = Zygote(seccomp=seccomp, file_mb=args.file_mb, output_cap=args.output_cap,
                     reply=reply if streaming else None, control_fd=args.control_fd,
                     landlock=bool(landlock), block_tcp=not args.no_network_isolation, readable=readable,
-                    not_for_forker=[reply.fileno()])
-    _reply(reply, {"ready": True, "pid": os.getpid(), "forker_pid": zygote.forker.pid, "network_isolation": network or "none", "seccomp": seccomp,
+                    not_for_forker=[reply.fileno()], run_as=args.run_as, extra_reads=args.read)
+    write_frame(reply, {"ready": True, "pid": os.getpid(), "forker_pid": zygote.forker.pid, "network_isolation": network or "none", "seccomp": seccomp,
                    "landlock": landlock or "none", "readable": [p for p, _fd, _r in zygote.read_rules],
                    "subreaper": zygote.forker.subreaper,
                    "preloaded": preloaded, "preload_failed": failed, "uid": os.getuid(),
-                   "python": sys.version.split()[0]}, b"")
+                   "privileges": zygote.privileges, "unix_sockets": zygote.unix_sockets, "ipc_namespace": ipc,
+                   "python": sys.version.split()[0]})
     # The tests of the latest problem are kept here, as marshal bytes in a memfd each child
     # reads (the parent sends them once and then names them by tests_key). Only the latest:
     # the parent gives a zygote one problem's jobs in a row. They come as JSON inside the
@@ -571,6 +646,7 @@ def main(argv=None) -> int:
         while line := stdin.readline():
             if not line.strip():
                 continue
+            job = None
             try:
                 job = json.loads(line)
                 key = job.get("tests_key")
@@ -589,7 +665,7 @@ def main(argv=None) -> int:
                     held_key = key
                     del blob
                 elif key is None or key != held_key:
-                    _reply(reply, {"job_id": job.get("job_id"), "need_tests": True}, b"")
+                    write_frame(reply, {"job_id": job.get("job_id"), "nonce": job.get("nonce"), "need_tests": True})
                     continue
                 answer = zygote.run_job(job, held_fd)
             except ForkerGone as exc:
@@ -599,10 +675,13 @@ def main(argv=None) -> int:
                 sys.stderr.write(f"zygote: {exc}\n")
                 return 1
             except Exception as exc:  # noqa: BLE001 - one bad job must not end the zygote
-                answer = {"job_id": None, "result": b"", "stdout": "", "stderr": "",
-                          "exit": f"sandbox: {type(exc).__name__}: {exc}", "wall": 0.0}
+                # The zygote's own failure (memfds, pipes, the fork, reading the child's pipes),
+                # never a verdict: the pool retries the job once on a fresh zygote.
+                answer = {"job_id": job.get("job_id") if type(job) is dict else None,
+                          "nonce": job.get("nonce") if type(job) is dict else None, "result": b"", "stdout": "",
+                          "stderr": "", "exit": f"sandbox: {type(exc).__name__}: {exc}", "wall": 0.0}
             result = answer.pop("result")
-            _reply(reply, answer, result)
+            write_frame(reply, answer, result)
     finally:
         zygote.close()
     return 0

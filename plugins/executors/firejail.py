@@ -6,8 +6,11 @@ explicit rules: no network (``--net=none``), the whole filesystem read-only, and
 what the zygote needs (``zygote_paths``: the interpreter and its libraries, the system's
 libraries and data, codea1's code folders): every other top-level directory is blacklisted
 or, where a needed path lies in it, whitelisted down to that path; /etc holds only the files
-of ``confine.ETC_READ``; private /dev and /tmp; all capabilities dropped, no new privileges,
-and a cap on processes (``nproc``).
+of ``confine.ETC_READ``; private /dev and /tmp (the paths it needs in /tmp or /var/tmp, such
+as a virtual environment made there, whitelisted in them); all capabilities dropped (run by
+root: all but what the zygote needs to switch its children to ``run_as``,
+``confine.ZYGOTE_CAPABILITIES``; they keep none), no new privileges, and a cap on processes
+(``nproc``).
 
 Options: those of ``subprocess`` plus ``nproc`` (RLIMIT_NPROC of the sandbox). Needs the
 ``firejail`` binary (Debian: firejail); without it, selecting this executor fails.
@@ -19,7 +22,7 @@ import os
 from dataclasses import dataclass
 
 from codea1.harness.hookspecs import hookimpl
-from codea1.harness.sandbox.confine import ETC_READ
+from codea1.harness.sandbox.confine import ETC_READ, ZYGOTE_CAPABILITIES, switches_user
 from codea1.harness.sandbox.executor import (
     SubprocessOptions,
     ZygoteExecutor,
@@ -45,14 +48,25 @@ class FirejailExecutor(ZygoteExecutor):
     description = "zygotes inside firejail: no network, only the runtime's paths (read-only), private /tmp and /dev"
     Options = FirejailOptions
     view_limited = True
+    start_advice = ("check that firejail can sandbox here (it is setuid root; a container may refuse its mounts "
+                    "or namespaces), or choose another executor (--executor subprocess)")
 
     def prefix(self) -> list[str]:
         binary = find_binary(self.name, "firejail", "firejail")
-        argv = [binary, "--quiet", "--noprofile", "--read-only=/", "--private-dev", "--private-tmp", "--caps.drop=all",
-                "--nonewprivs", "--nogroups", f"--rlimit-nproc={self.options.nproc}", "--deterministic-exit-code"]
+        paths = zygote_paths(self.extra_reads())
+        # Run by root, the zygote keeps what it needs to switch its children to run_as; they
+        # keep nothing.
+        caps = "--caps.keep=" + ",".join(ZYGOTE_CAPABILITIES) if switches_user(self.options.run_as) else "--caps.drop=all"
+        argv = [binary, "--quiet", "--noprofile", "--read-only=/", "--private-dev", *private_tmp(paths),
+                caps, "--nonewprivs", "--nogroups", f"--rlimit-nproc={self.options.nproc}",
+                "--deterministic-exit-code"]
         if self.options.network == "isolate":
             argv.append("--net=none")
-        needed = [p for p in zygote_paths(self.extra_reads()) if not under(p, SYSTEM_DIRS)]
+        needed = [p for p in paths if not under(p, SYSTEM_DIRS)]
+        if any(under(p, ["/var/tmp"]) for p in needed):
+            # firejail empties /var/tmp by default, a venv made there included; kept, the
+            # whitelist on /var below shows only the needed paths of it.
+            argv.append("--keep-var-tmp")
         for entry in sorted(os.listdir("/")):
             top = "/" + entry
             if top in SYSTEM_DIRS or os.path.islink(top) or top in needed:
@@ -67,6 +81,16 @@ class FirejailExecutor(ZygoteExecutor):
         # The zygote's control pipe is passed by number: firejail must not close it.
         argv += ["--keep-fd=all", "--deterministic-shutdown"]
         return argv
+
+
+def private_tmp(paths: list[str]) -> list[str]:
+    """A private /tmp: firejail's empty one, or, where the zygote needs paths in /tmp (a
+    virtual environment or a checkout made there), a tmpfs that holds only those, each
+    whitelisted read-only (firejail mounts it for whitelists in /tmp, as --private-tmp does)."""
+    inside = [p for p in paths if p.startswith("/tmp/")]
+    if not inside:
+        return ["--private-tmp"]
+    return [arg for p in inside for arg in (f"--whitelist={p}", f"--read-only={p}")]
 
 
 @hookimpl

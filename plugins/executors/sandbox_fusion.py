@@ -2,7 +2,7 @@
 
 Each job (one program with all its tests, the paper's batching) becomes one ``/run_code``
 request made with the ``sandbox-fusion`` client. The code sent is a self-contained copy of
-the zygote (harness.sandbox: zygote, child, confine, plaindata) and the job travels on stdin,
+the zygote (harness.sandbox: zygote, child, confine, protocol; plaindata, script_tests) and the job travels on stdin,
 so inside the service the program runs exactly as it does locally: in a forked child with
 rlimits, seccomp, Landlock and a private directory where the service's kernel allows them,
 its stdout/stderr captured, its results leaving as plain data over a pipe it did not open.
@@ -15,8 +15,14 @@ Flakiness is handled here, not hidden: ``concurrency`` requests in flight at mos
 request (connection error, timeout, 5xx, SandboxError) is retried up to ``retries`` times
 with exponential back-off from ``backoff`` seconds (the paper: 5 retries, 60 s), and before
 each retry the service's ``/v1/ping`` health check must answer (waiting with back-off too).
-A job that stays unanswered gets an explicit ``sandbox_error`` verdict, which trainers
-turn into a zero-advantage group; it is never scored as a failure.
+A job that stays unanswered gets an explicit ``sandbox_error`` verdict (trainers turn it
+into a zero-advantage group; evaluation counts it as a failure and says how many). What a
+program can cause is never a sandbox error: a driver that started (its ready line came) and
+then died, or a reply that breaks the protocol, is sent once more as a new request, and a
+second time is the program's failure ("crashed" or "protocol:"), as a zygote that dies twice
+under a program is locally. The service's own time limit, which lies ``run_timeout_slack``
+seconds beyond the zygote's deadline for the program, is retried once too, then a sandbox
+error.
 
 Options: ``endpoint`` (default: $SANDBOX_FUSION_ENDPOINT), ``concurrency``, ``retries``,
 ``backoff``, ``max_backoff``, ``client_timeout`` (seconds to wait for one reply; 0 = the
@@ -49,9 +55,10 @@ from codea1.harness.hookspecs import hookimpl
 from codea1.harness.records import ExecJob, RawResult
 
 ENDPOINT_ENV = "SANDBOX_FUSION_ENDPOINT"
-# Sent as the program, in this order (the zygote last: it runs); the child imports only plaindata.
-BUNDLED_MODULES = ("codea1.harness.plaindata", "codea1.harness.sandbox.confine", "codea1.harness.sandbox.child",
-                   "codea1.harness.sandbox.zygote")
+# Sent as the program, in this order (each after what it imports; the zygote last: it runs):
+# the service has no codea1 installed.
+BUNDLED_MODULES = ("codea1.harness.plaindata", "codea1.harness.script_tests", "codea1.harness.sandbox.protocol",
+                   "codea1.harness.sandbox.confine", "codea1.harness.sandbox.child", "codea1.harness.sandbox.zygote")
 
 
 @dataclass
@@ -175,6 +182,14 @@ class SandboxFusionExecutor(Executor):
             pool.shutdown(wait=not left, cancel_futures=True)
 
     def _run_one(self, job: ExecJob) -> RawResult:
+        """The job's result: a second request where the first reply went wrong (``_parse``)."""
+        result, again = self._request_once(job)
+        if again:
+            result, _ = self._request_once(job)
+        return result
+
+    def _request_once(self, job: ExecJob) -> tuple[RawResult, bool]:
+        """(result, whether to ask again)."""
         import tenacity
         from sandbox_fusion import RunCodeRequest, run_code
 
@@ -199,7 +214,7 @@ class SandboxFusionExecutor(Executor):
         except tenacity.RetryError as exc:
             error = exc.last_attempt.exception()
             return sandbox_failure(job, f"sandbox-fusion: no answer after {exc.last_attempt.attempt_number} attempts: "
-                                        f"{type(error).__name__}: {str(error)[:300]}")
+                                        f"{type(error).__name__}: {str(error)[:300]}"), False
         return self._parse(job, response, nonce)
 
     def _healthy_before_retry(self, state) -> None:
@@ -213,37 +228,46 @@ class SandboxFusionExecutor(Executor):
         while not self.ping() and time.monotonic() < deadline:
             time.sleep(min(pause, max(deadline - time.monotonic(), 0)))
 
-    def _parse(self, job: ExecJob, response, nonce: str) -> RawResult:
+    def _parse(self, job: ExecJob, response, nonce: str) -> tuple[RawResult, bool]:
+        """(result, whether to ask again): a driver that started and then failed, a reply
+        that breaks the protocol, or the service's time limit is asked again once; the
+        result given with it is what stands when the second reply fails too."""
         run = response.run_result
         if run is None:
-            return sandbox_failure(job, f"sandbox-fusion: no run result ({response.status}: {response.message[:300]})")
+            return sandbox_failure(job, f"sandbox-fusion: no run result ({response.status}: "
+                                        f"{response.message[:300]})"), False
+        out = (run.stdout or "").encode("utf-8", "surrogateescape")
+        ready_line, _, rest = out.partition(b"\n")
+        try:
+            started = json.loads(ready_line).get("ready") is True
+        except (ValueError, AttributeError, RecursionError):
+            started = False
         if str(getattr(run.status, "value", run.status)) == "TimeLimitExceeded":
             # The zygote inside stops the program at its own deadline, before the service's:
             # the service killing it means the service was too slow, not the program.
             return sandbox_failure(job, f"sandbox-fusion: the service's run timeout expired "
-                                        f"(run_timeout {job.batch_timeout + self.options.run_timeout_slack:.0f} s)")
-        out = (run.stdout or "").encode("utf-8", "surrogateescape")
+                                        f"(run_timeout {job.batch_timeout + self.options.run_timeout_slack:.0f} s)"), True
+        if not started:  # the driver never ran the program
+            return sandbox_failure(job, f"sandbox-fusion: the driver did not start (exit {run.return_code}): "
+                                        f"{(run.stderr or '')[-500:]}"), True
         try:
-            ready_line, rest = out.split(b"\n", 1)
-            if not json.loads(ready_line).get("ready"):
-                raise ValueError("no ready line")
             header_line, body = rest.split(b"\n", 1)
             header = json.loads(header_line)
-            if header.get("nonce") != nonce or header.get("job_id") != job.job_id:
+            if type(header) is not dict or header.get("nonce") != nonce or header.get("job_id") != job.job_id:
                 raise ValueError("reply header does not belong to this request")
             size = int(header["result_bytes"])
             if len(body) != size:
                 raise ValueError(f"{len(body)} result bytes where the header says {size}")
-        except (ValueError, KeyError, TypeError) as exc:
-            if run.return_code not in (0, None) or not out:
-                return sandbox_failure(job, f"sandbox-fusion: the driver failed (exit {run.return_code}): "
-                                            f"{(run.stderr or '')[-500:]}")
-            return parse_records(job, b"", f"protocol: malformed reply from the service ({exc})")
+        except (ValueError, KeyError, TypeError, RecursionError) as exc:
+            if run.return_code not in (0, None):  # the driver died under the program
+                return parse_records(job, b"", f"crashed: the sandbox driver exited {run.return_code} running this "
+                                               f"program"), True
+            return parse_records(job, b"", f"protocol: malformed reply from the service ({exc})"), True
         exit_reason = str(header.get("exit", ""))
         if exit_reason.startswith("sandbox:"):
-            return sandbox_failure(job, f"sandbox-fusion: {exit_reason}")
+            return sandbox_failure(job, f"sandbox-fusion: {exit_reason}"), True
         return parse_records(job, body, exit_reason, str(header.get("stdout", "")), str(header.get("stderr", "")),
-                             float(header.get("wall", 0.0)))
+                             float(header.get("wall", 0.0))), False
 
 
 @hookimpl

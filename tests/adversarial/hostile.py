@@ -886,6 +886,13 @@ def generated_test_attacks(decoys: Decoys, code_hex: str, hash0: int) -> list[Te
         TestAttack("forges-proc-self-fd", "a", f"assert (add(1, 2), exec({TEST_FORGES_PROC_FD}))[0] == 7"),
         TestAttack("forges-on-the-reference-raises-elsewhere", "a/c",
                    f"assert (add(1, 2), exec({TEST_FORGES_ON_REFERENCE_JOB}))[0] == 7"),
+        # (a) the reply's framing: a record the parent cannot parse as it stands, very deep
+        TestAttack("deep-malformed-record-via-test", "a",
+                   "assert (add(1, 2), __import__('os').write(3, b'[' * 5000 + b']' * 5000 + b'\\n'))[0] == 7"),
+        TestAttack("deep-forged-value-then-exit-via-test", "a",
+                   "assert (add(1, 2), __import__('os').write(3, b'{\"i\":0,\"s\":\"ok\",\"t\":0,\"v\":' + "
+                   "b'{\"t\":[' * 900 + b'7' + b']}' * 900 + b'}\\n{\"done\":true}\\n'), "
+                   "__import__('os')._exit(0))[0] == 7"),
         TestAttack("forges-fd3-raw-write", "a",
                    "assert (add(1, 2), __import__('os').write(3, b'{\"i\":0,\"s\":\"ok\",\"v\":7,\"t\":0.0}\\n"
                    "{\"done\":true}\\n'), __import__('os')._exit(0))[0] == 7", in_step=False),

@@ -33,6 +33,9 @@ PROGRAMS = {
     "honest-wrong": ADD_WRONG,
     # wrong, and from its first call forges "passed" for the rest of its job
     "hostile-forges-channel": "def add(a, b):\n" + FRAME_CHANNEL + "    return a - b\n",
+    # wrong, and breaks the reply's framing (a record nested 5,000 deep that does not parse): a
+    # sandbox error would leave its group out of the rewards
+    "hostile-deep-record": "import os\nos.write(3, b'[' * 5000 + b']' * 5000 + b'\\n')\n" + ADD_WRONG,
     # right, but slow on a large b: it times out on the "large" suite only
     "right-but-slow": "def add(a, b):\n    total = a\n    for _ in range(b):\n        total += 1\n    return total\n",
 }
@@ -81,7 +84,7 @@ def test_no_hostile_program_or_test_out_earns_an_honest_one(plugins, adv_executo
                            sampling={"code": SamplingParams(), "tests": SamplingParams()}, seed=0, out=tmp_path)
     m, n = len(PROGRAMS), len(suites)
     trainer = CodeA1Trainer(CodeA1Options(m=m, n=n, k=1, topvar=m), context=context)
-    trainer.step(0, [question])
+    figures = trainer.step(0, [question])
 
     [(_, code_rewards)] = code_policy.updates
     [(_, test_rewards)] = test_policy.updates  # every group kept (topvar = M): program-major order
@@ -90,7 +93,16 @@ def test_no_hostile_program_or_test_out_earns_an_honest_one(plugins, adv_executo
     rows = [{"case": "program hostile-forges-channel", "attack": "a/b",
              "outcome": f"R_C {r_c['hostile-forges-channel']:.3f}",
              "expected": f"<= honest wrong {r_c['honest-wrong']:.3f}",
-             "ok": r_c["hostile-forges-channel"] <= r_c["honest-wrong"] + 1e-9}]
+             "ok": r_c["hostile-forges-channel"] <= r_c["honest-wrong"] + 1e-9},
+            {"case": "program hostile-deep-record", "attack": "a/reply",
+             "outcome": f"R_C {r_c['hostile-deep-record']:.3f}; sandbox-error groups {figures.get('sandbox_error_groups')}",
+             "expected": f"<= honest wrong {r_c['honest-wrong']:.3f}; no sandbox-error group",
+             "ok": r_c["hostile-deep-record"] <= r_c["honest-wrong"] + 1e-9
+             and not any(figures.get("sandbox_error_groups", {}).values())},
+            {"case": "programs after the hostile ones", "attack": "a/reply",
+             "outcome": f"R_C right {r_c['right-other-text']:.3f}, reference {r_c['reference-text']:.3f}",
+             "expected": "the right programs earn the most", "ok": r_c["right-other-text"] == r_c["reference-text"]
+             == max(r_c.values())}]
     for a in attacks:
         over = [f"{p}: {r_t[(p, a.name)]:.3f} > {r_t[(p, 'honest-invalid')]:.3f}" for p in PROGRAMS
                 if p != "right-but-slow" and r_t[(p, a.name)] > r_t[(p, "honest-invalid")] + 1e-9]

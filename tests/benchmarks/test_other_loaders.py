@@ -274,4 +274,4 @@ def test_verdicts_judged_in_process_are_counted_and_named_in_reports(plugins, tm
     judged = {v["task_id"]: v["judged"] for v in map(json.loads, (tmp_path / "run" / "verdicts.jsonl").open())}
     assert judged == {inside.task_id: "in-process", outside.task_id: "parent"}
     warnings = build_report(plugins, ReportConfig(runs=[str(tmp_path / "run")], out=str(tmp_path / "report"))).warnings
-    assert any("1 of 2 verdicts judged in-process" in w for w in warnings)
+    assert any("1 of 2 verdicts judged in the program's own process" in w for w in warnings)

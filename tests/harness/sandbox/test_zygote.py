@@ -43,12 +43,13 @@ def test_a_job_whose_child_cannot_be_made_leaves_nothing_behind(monkeypatch, fai
     """No process or no pipe to be had (EAGAIN, EMFILE): the job fails, and the pipes made
     for it and its directory are gone."""
     if failing == "fork":
-        real_fork, forks = os.fork, []
+        real_fork, zygote_pid = os.fork, os.getpid()
 
-        def fork():  # the forker starts; its fork of the job's child is refused
-            if forks:
+        # The zygote (this process) forks its privilege probe and its forker; the forker's
+        # fork of the job's child is refused.
+        def fork():
+            if os.getpid() != zygote_pid:
                 raise BlockingIOError(11, "Resource temporarily unavailable")
-            forks.append(1)
             return real_fork()
 
         monkeypatch.setattr(zygote.os, "fork", fork)  # stands in for the kernel's refusal

@@ -98,6 +98,25 @@ def test_a_forged_reply_is_a_failure_never_a_pass(plugins, server, monkeypatch):
     assert "does not belong to this request" in raw.exit
 
 
+def test_a_driver_that_dies_under_the_program_is_the_programs_failure(plugins, server, monkeypatch):
+    """The driver printed its ready line and then died (a program that killed it, say):
+    asked once more, then the program's failure, never a sandbox error (which would take the
+    sample out of the rewards)."""
+    original = SandboxFusionServer.run_code
+
+    def dies(request):
+        reply = original(request)
+        reply["run_result"]["stdout"] = reply["run_result"]["stdout"].split("\n", 1)[0] + "\n"
+        reply["run_result"]["return_code"] = 1
+        return reply
+
+    monkeypatch.setattr(SandboxFusionServer, "run_code", staticmethod(dies))
+    with make(plugins, server) as ex:
+        verdict, raw = run_code(ex, GOOD, "assert f(1) == 2", "f")
+        assert ex.requests_made == 2
+    assert verdict.status not in (PASS, SANDBOX_ERROR) and raw.exit.startswith("crashed"), raw
+
+
 def test_service_time_limit_is_a_sandbox_error(plugins, server):
     with make(plugins, server, run_timeout_slack=-3.5) as ex:  # the service stops the driver first
         verdict, raw = run_code(ex, "import time\ndef f(x):\n    time.sleep(1)\n    return 2\n", "assert f(1) == 2",

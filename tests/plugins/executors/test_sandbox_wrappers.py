@@ -50,6 +50,10 @@ def test_home_tmp_and_data_files_are_hidden_even_without_landlock(plugins, name,
             confined = plain.info()["reads"]["guarantees"]["benchmark_data"]
             assert confined == (landlock == "true" and bool(plain.info()["landlock"] != "none"))
             expected = [None] * 3 if confined else ["hunter2"] * 3
+            if not confined and plain.info()["privileges"]["directories_opened"]:
+                # Run by root, the children's user (run_as) finds the home directory (0700)
+                # covered by the zygote's own view of it: only the other two show.
+                expected[0] = None
             assert run_code(plain, code, f"assert f(0) == {expected!r}", "f")[0].status == PASS
             verdict, _ = run_code(wrapped, code, "assert f(0) == [None, None, None]", "f")
             assert verdict.status == PASS, verdict.message

@@ -145,19 +145,24 @@ def test_without_seccomp_a_daemon_is_killed_after_its_job(plugins):
         ex.close()
 
 
-def test_a_program_without_landlock_cannot_plant_files_for_the_next_job(plugins):
-    """Job directories are numbered in the zygote's private directory. A program that runs
-    without Landlock can make the next numbers itself; the next job must then get a fresh
-    directory of its own, never the planted one."""
-    ex = plugins.executors.create("subprocess", {"landlock": "false"}, workers=1)
+@pytest.mark.parametrize("run_as", ["root", "65534:65534"])
+def test_a_program_without_landlock_cannot_plant_files_for_the_next_job(plugins, run_as):
+    """Job directories are numbered in the zygote's private directory, each name ending in a
+    secret of that zygote. A program that runs without Landlock as the zygote's own user
+    (any user but root; run_as=root where the harness is root) can make the next names
+    itself; the next job must then get a fresh directory of its own, never the planted one.
+    Children that a root zygote switched to another user cannot write there at all."""
+    ex = plugins.executors.create("subprocess", {"landlock": "false", "run_as": run_as}, workers=1)
     try:
+        switched = ex.info()["privileges"]["uid_switch"].startswith("switched")
         plant = ("import os\ndef f(x):\n    here = os.getcwd()\n    root, name = os.path.split(here)\n"
-                 "    n = int(name.split('-')[1])\n    for k in range(n + 1, n + 4):\n"
-                 "        os.mkdir(os.path.join(root, f'job-{k}'))\n"
-                 "        open(os.path.join(root, f'job-{k}', 'planted.txt'), 'w').write('answer')\n"
+                 "    _, n, secret = name.split('-')\n    for k in range(int(n) + 1, int(n) + 4):\n"
+                 "        try:\n            os.mkdir(os.path.join(root, f'job-{k}-{secret}'))\n"
+                 "        except PermissionError:\n            return 'refused'\n"
+                 "        open(os.path.join(root, f'job-{k}-{secret}', 'planted.txt'), 'w').write('answer')\n"
                  "    return 'planted'\n")
-        verdict, _ = run_code(ex, plant, "assert f(1) == 'planted'", "f")
-        assert verdict.status == PASS  # without Landlock the program could write there
+        verdict, _ = run_code(ex, plant, f"assert f(1) == {'refused' if switched else 'planted'!r}", "f")
+        assert verdict.status == PASS, verdict  # without Landlock the zygote's own user could write there
         look = "import os\ndef f(x):\n    return sorted(os.listdir('.'))\n"
         verdict, raw = run_code(ex, look, "assert f(1) == ['solution.py']", "f")
         assert verdict.status == PASS, raw.outcomes[0]
@@ -224,11 +229,11 @@ def test_a_zygote_holds_the_tests_of_its_latest_problem_and_asks_for_others(monk
     sent, asked_again = [], []
     send = pool._Zygote._send
 
-    def counting_send(self, data, job_id, on_chunk):
-        sent.append((job_id, b',"tests":' in data))
-        header, body = send(self, data, job_id, on_chunk)
+    def counting_send(self, data, reply, on_chunk):
+        sent.append((reply.job_id, b',"tests":' in data))
+        header, body = send(self, data, reply, on_chunk)
         if header.get("need_tests"):
-            asked_again.append(job_id)
+            asked_again.append(reply.job_id)
         return header, body
 
     monkeypatch.setattr(pool._Zygote, "_send", counting_send)
@@ -338,8 +343,9 @@ def test_streamed_records_are_relayed_in_batches_and_the_end_is_seen_at_once():
 def test_a_program_that_kills_its_worker_fails_and_is_no_sandbox_error(plugins):
     """Without Landlock's signal scoping a program can kill its zygote. A sandbox error would
     leave the program's group out of the rewards (zero advantage): the job is retried once on
-    a fresh worker, and a second death is the program's failure."""
-    ex = plugins.executors.create("subprocess", {"landlock": "false"}, workers=1)
+    a fresh worker, and a second death is the program's failure. (Where the harness is root,
+    run_as=root: a child switched to another user cannot signal its root zygote at all.)"""
+    ex = plugins.executors.create("subprocess", {"landlock": "false", "run_as": "root"}, workers=1)
     try:
         killer = "import os, signal\ndef f(x):\n    os.kill(os.getppid(), signal.SIGKILL)\n"
         verdict, raw = run_code(ex, killer, "assert f(1) == 2", "f")

@@ -44,14 +44,15 @@ def test_test_accuracy_counts_missing_tests_as_failures(records):
 
 
 def test_mutation_score_per_k(records):
-    # k=1: eligible A, C, D. A: 1 of 4 completed killed by test 0; C has no mutant (left out);
-    # D: the timeout kills, the other survives: 1/2.
+    # k=1: eligible A, C, D. A: 1 of 5 killed by test 0 (its sandbox error stays in the
+    # denominator, not killed); C has no mutant (left out); D: the timeout kills, the other
+    # survives: 1/2.
     value = mut_at_k(records, 1)
-    assert value.per_task == {"A": 0.25, "D": 0.5}
-    assert value.value == pytest.approx(0.375)
+    assert value.per_task == {"A": 0.2, "D": 0.5}
+    assert value.value == pytest.approx(0.35)
     assert "without mutants" in value.note
     # k=2: eligible A (T, T) and C; D has one test only.
-    assert mut_at_k(records, 2).value == pytest.approx(2 / 4)
+    assert mut_at_k(records, 2).value == pytest.approx(2 / 5)
     # k=5: only C is eligible and it has no mutant.
     five = mut_at_k(records, 5)
     assert five.value is None and "no eligible task has a completed mutant" in five.note
@@ -59,8 +60,8 @@ def test_mutation_score_per_k(records):
 
 def test_the_largest_k_task_set_quirk(records):
     # Every k uses the tasks eligible at k=2: A and C; D drops out of mut@1.
-    assert mut_at_k(records, 1, task_set="largest-k", largest_k=2).value == pytest.approx(0.25)
-    assert mut_at_k(records, 1, task_set="per-k", largest_k=2).value == pytest.approx(0.375)
+    assert mut_at_k(records, 1, task_set="largest-k", largest_k=2).value == pytest.approx(0.2)
+    assert mut_at_k(records, 1, task_set="per-k", largest_k=2).value == pytest.approx(0.35)
 
 
 def test_edge_cases():
@@ -75,7 +76,7 @@ def test_edge_cases():
 
 def test_mul_and_coverage(plugins, records):
     value = plugins.metrics.create("Mul").compute(records, 2)
-    assert value.value == pytest.approx(0.75 * 0.5)
+    assert value.value == pytest.approx(0.75 * 0.4)  # A kills 2 of 5 at k=2 (its sandbox error counts)
     assert plugins.metrics.create("Mul").compute(records, 5).value is None
     assert plugins.metrics.create("Mul").label(5) == "Mul@5"
     assert coverage_at_k(records, 1, "line").value == pytest.approx((0.5 + 0.25) / 2)

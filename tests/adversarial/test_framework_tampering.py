@@ -1,0 +1,466 @@
+"""Issue 33, item 3: in-process judging the program cannot steer. Script tests whose verdict is
+decided by a runner inside the program's process (BigCodeBench unittest classes, KodCode
+pytest modules, judged "in-process") and the rewritten ones whose runner still says how each
+test function ended: a program that solves nothing and patches what the framework runs on
+(``contextlib.contextmanager``, ``functools.wraps``, ``traceback``, unittest's and pytest's
+internals, a function's code, sys.modules, a trace or profile function, a gc callback, a
+registry) must not pass; neither at load time nor when its entry function is first called
+(mid-judging). No case here may get "pass", marked in-process or not, nor "sandbox_error";
+the controls (the references) still pass.
+
+Each hostile program is an honest program that is right on part of the tests (small inputs)
+and wrong on the rest, plus the patch: without the patch it fails; against the harness before
+this issue most of them passed (the issue's report: 28 of 28 BigCodeBench tasks with the
+contextmanager patch).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import textwrap
+
+import pytest
+from adversarial.hostile import GRAY_WRONG, PROBLEMS, ProgramCase, report, run_program_cases
+
+from codea1.benchmarks.kodcode import golden_tests
+from codea1.harness.records import Problem, TestCase
+from codea1.harness.script_tests import split_test
+
+# -- problems whose script tests stay judged in-process (expected sides computed at run time) --
+
+BCB_SCRIPT = '''\
+import unittest
+
+
+class TestCases(unittest.TestCase):
+    def test_1_small(self):
+        data = [3, 1, 2]
+        self.assertEqual(task_func(list(data)), sorted(data))
+
+    def test_2_big(self):
+        data = [9, 7, 8, 1, 5]
+        self.assertEqual(task_func(list(data)), sorted(data))
+
+    def test_3_message(self):
+        pattern = "^no data$".strip()
+        with self.assertRaisesRegex(ValueError, pattern):
+            task_func(None)
+'''
+BCB_REFERENCE = "def task_func(xs):\n    if xs is None:\n        raise ValueError('no data')\n    return sorted(xs)\n"
+# right on small lists only, and the wrong message
+BCB_PARTLY = "def task_func(xs):\n    if xs is None:\n        raise ValueError('nothing')\n" \
+             "    return sorted(xs) if len(xs) <= 3 else list(xs)\n"
+
+KOD_SCRIPT = '''\
+import pytest
+from solution import scale
+
+
+def test_1_small():
+    xs = [1, 2]
+    assert scale(xs, 2) == [x * 2 for x in xs]
+
+
+def test_2_negative():
+    pattern = "^negative factor$".strip()
+    with pytest.raises(ValueError, match=pattern):
+        scale([1], -1)
+
+
+class TestBig:
+    def test_3_big(self):
+        xs = [1, 2, 3, 4, 5]
+        assert scale(xs, 3) == [x * 3 for x in xs]
+'''
+KOD_REFERENCE = "def scale(xs, k):\n    if k < 0:\n        raise ValueError('negative factor')\n" \
+                "    return [x * k for x in xs]\n"
+KOD_PARTLY = "def scale(xs, k):\n    if k < 0:\n        raise ValueError('wrong')\n" \
+             "    return [x * k for x in xs] if len(xs) <= 2 else list(xs)\n"
+
+# BigCodeBench/268, right but for 1,000 values or more (test_large_input, judged in-process;
+# the other tests, judged in the parent, pass)
+BCB268_PARTLY = """\
+import collections
+import random
+
+LETTERS = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j']
+
+
+def task_func(n_keys, n_values):
+    keys = [random.choice(LETTERS) for _ in range(n_keys)]
+    values = list(range(1, min(n_values, 999) + 1))
+    return dict(collections.OrderedDict((k, values) for k in keys))
+"""
+
+
+def bcb_inprocess_problem() -> Problem:
+    tests = split_test(TestCase(id="unittest/0", kind="script", script=BCB_SCRIPT, framework="unittest"))
+    assert [t.judged for t in tests] == ["in-process"], tests
+    return Problem(task_id="bcb-inprocess/sort", prompt="", entry_point="task_func", reference=BCB_REFERENCE,
+                   tests=tests)
+
+
+def kod_inprocess_problem() -> Problem:
+    tests = golden_tests(KOD_SCRIPT, "scale")
+    assert [t.judged for t in tests] == ["in-process"], tests
+    return Problem(task_id="kod-inprocess/scale", prompt="", entry_point="scale", reference=KOD_REFERENCE,
+                   tests=tests)
+
+
+# -- the patches, as module-level code ----------------------------------------------------------
+
+CONTEXTMANAGER = '''
+import contextlib
+_original = contextlib.contextmanager
+
+def _contextmanager(fn):
+    if fn.__name__ != "testPartExecutor":
+        return _original(fn)
+
+    @_original
+    def _swallowing(*args, **kwargs):
+        try:
+            yield
+        except Exception:
+            pass
+    return _swallowing
+
+contextlib.contextmanager = _contextmanager
+'''
+
+WRAPS = '''
+import functools
+functools.wraps = lambda wrapped, *args, **kwargs: (lambda fn: (lambda *a, **k: None))
+'''
+
+TRACEBACK = '''
+import traceback
+traceback.format_exception = lambda *args, **kwargs: ["passed\\n"]
+traceback.TracebackException.format = lambda self, **kwargs: iter(["passed\\n"])
+traceback.print_exception = lambda *args, **kwargs: None
+'''
+
+ASSERTIONS = '''
+import contextlib, unittest
+unittest.case.TestCase.assertEqual = lambda self, first, second, msg=None: None
+unittest.case.TestCase.assertRaisesRegex = lambda self, *args, **kwargs: contextlib.suppress(BaseException)
+'''
+
+OUTCOME = '''
+import contextlib, unittest
+
+@contextlib.contextmanager
+def _swallowing(self, test_case, subTest=False, **kwargs):
+    try:
+        yield
+    except Exception:
+        pass
+
+unittest.case._Outcome.testPartExecutor = _swallowing
+'''
+
+ADD_FAILURE = '''
+import unittest.case, unittest.result
+unittest.result.TestResult.addFailure = unittest.result.TestResult.addError = lambda *args, **kwargs: None
+unittest.case._addError = lambda *args, **kwargs: None
+'''
+
+PYTEST_CALL_AND_REPORT = '''
+import _pytest.runner
+_original = _pytest.runner.call_and_report
+
+def _call_and_report(item, when, log=True, **kwargs):
+    report = _original(item, when, log=False, **kwargs)
+    report.outcome, report.longrepr = "passed", None
+    if log:
+        item.ihook.pytest_runtest_logreport(report=report)
+    return report
+
+_pytest.runner.call_and_report = _call_and_report
+'''
+
+PYTEST_PYFUNC_CALL = '''
+import _pytest.python
+_pytest.python.pytest_pyfunc_call = lambda pyfuncitem: True
+'''
+
+PYTEST_MAKE_REPORT = '''
+import _pytest.reports
+_made = _pytest.reports.TestReport.from_item_and_call.__func__
+
+def _forced(cls, item, call):
+    report = _made(cls, item, call)
+    report.outcome, report.longrepr = "passed", None
+    return report
+
+_pytest.reports.TestReport.from_item_and_call = classmethod(_forced)
+'''
+
+# A stdlib function every generator context manager runs (unittest's test part executor
+# among them): its code swapped for one that swallows every exception.
+CODE_SWAP = '''
+import contextlib
+contextlib._GeneratorContextManager.__exit__.__code__ = (lambda self, typ, value, traceback: True).__code__
+'''
+
+FAKE_UNITTEST = '''
+import sys, types, contextlib, unittest as _real
+
+class _Quiet(_real.TestCase):
+    pass
+
+for _name in dir(_real.TestCase):
+    if _name.startswith("assert"):
+        setattr(_Quiet, _name, lambda self, *a, **k: contextlib.suppress(BaseException))
+_fake = types.ModuleType("unittest")
+_fake.__dict__.update(_real.__dict__)
+_fake.TestCase = _Quiet
+sys.modules["unittest"] = _fake
+'''
+
+FAKE_PYTEST = '''
+import sys, types, contextlib, pytest as _real
+_fake = types.ModuleType("pytest")
+_fake.__dict__.update(_real.__dict__)
+_fake.raises = lambda *a, **k: contextlib.suppress(BaseException)
+sys.modules["pytest"] = _fake
+'''
+
+# Trace and profile functions that turn failures into passes as the framework records them.
+HOOK_FUNCTION = '''
+import sys
+
+def _hook(frame, event, arg):
+    if event == "return":
+        name = frame.f_code.co_name
+        if name in ("addFailure", "addError", "addSubTest", "_addError"):
+            for holder in (frame.f_locals.get("self"), frame.f_locals.get("result")):
+                for field in ("failures", "errors"):
+                    if isinstance(getattr(holder, field, None), list):
+                        getattr(holder, field).clear()
+        elif name == "from_item_and_call" and hasattr(arg, "outcome"):
+            arg.outcome, arg.longrepr = "passed", None
+    return _hook
+'''
+SETTRACE = HOOK_FUNCTION + "sys.settrace(_hook)\n"
+SETPROFILE = HOOK_FUNCTION + "sys.setprofile(_hook)\n"
+
+GC_CALLBACK = '''
+import gc
+
+def _callback(phase, info):
+    import sys
+    result = sys.modules.get("unittest.result")
+    if result is not None:
+        result.TestResult.addFailure = result.TestResult.addError = lambda *a, **k: None
+    reports = sys.modules.get("_pytest.reports")
+    if reports is not None and not getattr(reports, "_forced", False):
+        reports._forced = True
+        made = reports.TestReport.from_item_and_call.__func__
+
+        def forced(cls, item, call):
+            report = made(cls, item, call)
+            report.outcome, report.longrepr = "passed", None
+            return report
+        reports.TestReport.from_item_and_call = classmethod(forced)
+
+gc.callbacks.append(_callback)
+'''
+
+# A registry: re's cache of compiled patterns, where the patterns the tests match messages
+# against are made to match anything.
+RE_CACHE = '''
+import re
+_anything = re.compile(".*")
+for _cache in (getattr(re, "_cache", None), getattr(re, "_cache2", None)):
+    if isinstance(_cache, dict):
+        for _pattern in ("^no data$", "^negative factor$"):
+            _cache[(str, _pattern, 0)] = _anything
+'''
+
+# The runner's own control exceptions, raised by the program (no patch at all).
+SKIP_TEST = '''
+import unittest
+
+def _skip_the_rest(*args):
+    raise unittest.SkipTest("not today")
+'''
+SHOULD_STOP = '''
+import unittest.case
+
+def _skip_the_rest(*args):
+    raise unittest.case._ShouldStop()
+'''
+
+# The script's own test class, reached without frames, its other tests made empty.
+SUBCLASSES = '''
+def _empty_the_tests():
+    import unittest
+    for cls in list(unittest.TestCase.__subclasses__()) + list(object.__subclasses__()):
+        if cls.__name__ in ("TestCases", "TestBig"):
+            for name in list(vars(cls)):
+                if name.startswith("test"):
+                    setattr(cls, name, lambda self: None)
+_empty_the_tests()
+'''
+
+COMMON = {"contextmanager": CONTEXTMANAGER, "wraps": WRAPS, "traceback": TRACEBACK, "code-swap": CODE_SWAP,
+          "settrace": SETTRACE, "setprofile": SETPROFILE, "gc-callback": GC_CALLBACK, "re-cache": RE_CACHE}
+UNITTEST_ONLY = {"assertions": ASSERTIONS, "outcome": OUTCOME, "add-failure": ADD_FAILURE,
+                 "fake-unittest": FAKE_UNITTEST}
+PYTEST_ONLY = {"call-and-report": PYTEST_CALL_AND_REPORT, "pyfunc-call": PYTEST_PYFUNC_CALL,
+               "make-report": PYTEST_MAKE_REPORT, "fake-pytest": FAKE_PYTEST}
+
+
+def at_load(program: str, patch: str) -> str:
+    return program + "\n" + textwrap.dedent(patch)
+
+
+def at_first_call(program: str, entry: str, patch: str) -> str:
+    """The patch made when the entry function is first called, while the tests run."""
+    body = textwrap.indent(textwrap.dedent(patch), "    ")
+    once = f"\n_patched = []\n\ndef _patch_once():\n    if _patched:\n        return\n    _patched.append(1)\n{body}\n"
+    return (program.replace(f"def {entry}(", "def _codea1_impl(", 1) + once
+            + f"\ndef {entry}(*args, **kwargs):\n    _patch_once()\n    return _codea1_impl(*args, **kwargs)\n")
+
+
+def control_exception(program: str, entry: str, snippet: str) -> str:
+    """Right where it is right (small inputs); elsewhere the runner's own control exception."""
+    impl = program.replace(f"def {entry}(", "def _codea1_impl(", 1)
+    return (impl + textwrap.dedent(snippet)
+            + f"\ndef {entry}(xs, *rest):\n    if xs is None or len(xs) > 3:\n        _skip_the_rest()\n"
+            + "    return _codea1_impl(xs, *rest)\n")
+
+
+def hostile_cases(family: str) -> list[ProgramCase]:
+    if family == "bigcodebench":
+        hand, partly, entry, only = "bcb-inprocess", BCB_PARTLY, "task_func", UNITTEST_ONLY
+        real, real_wrong, real_entry = "bigcodebench", BCB268_PARTLY, "task_func"
+    else:
+        hand, partly, entry, only = "kod-inprocess", KOD_PARTLY, "scale", PYTEST_ONLY
+        real, real_wrong, real_entry = "kodcode", GRAY_WRONG, "generate_gray_code"
+    cases = [ProgramCase(f"{hand}-reference", "-", hand, "", ("pass",), control=True),
+             ProgramCase(f"{hand}-partly-right", "-", hand, partly, control=True),
+             ProgramCase(f"{real}-reference", "-", real, "", ("pass",), control=True),
+             ProgramCase(f"{real}-partly-right", "-", real, real_wrong, control=True)]
+    for name, patch in {**COMMON, **only}.items():
+        cases.append(ProgramCase(f"{hand}-{name}-at-load", "3", hand, at_load(partly, patch)))
+        cases.append(ProgramCase(f"{hand}-{name}-at-first-call", "3", hand, at_first_call(partly, entry, patch)))
+        cases.append(ProgramCase(f"{real}-{name}-at-load", "3", real, at_load(real_wrong, patch)))
+        cases.append(ProgramCase(f"{real}-{name}-at-first-call", "3", real,
+                                 at_first_call(real_wrong, real_entry, patch)))
+    cases.append(ProgramCase(f"{hand}-subclasses-at-first-call", "3", hand, at_first_call(partly, entry, SUBCLASSES)))
+    if family == "bigcodebench":
+        cases.append(ProgramCase(f"{hand}-raises-skip-test", "3", hand, control_exception(partly, entry, SKIP_TEST)))
+        cases.append(ProgramCase(f"{hand}-raises-should-stop", "3", hand,
+                                 control_exception(partly, entry, SHOULD_STOP)))
+    return cases
+
+
+FAMILY_PROBLEMS = {"bigcodebench": {"bcb-inprocess": bcb_inprocess_problem, "bigcodebench": PROBLEMS["bigcodebench"]},
+                   "kodcode": {"kod-inprocess": kod_inprocess_problem, "kodcode": PROBLEMS["kodcode"]}}
+
+
+@pytest.mark.parametrize("family", list(FAMILY_PROBLEMS))
+def test_no_program_steers_an_in_process_runner(adv_executor, family):
+    """Strict: a pass judged in-process counts as a pass here (the controls excepted)."""
+    problems = {key: make() for key, make in FAMILY_PROBLEMS[family].items()}
+    cases = hostile_cases(family)
+    rows = run_program_cases(adv_executor, cases, problems)
+    for row in rows:
+        if not row["control"]:
+            row["ok"] = not row["outcome"].startswith(("pass", "sandbox_error"))
+    broken = report(f"framework-tampering/{family}", adv_executor.name, rows)
+    assert not broken, f"{len(broken)} of {len(rows)} cases broke their promise:\n" + "\n".join(broken)
+
+
+def test_the_hand_problems_stay_in_process_and_judge_honestly(executor):
+    """The problems above are what the cases need: judged in-process, the reference passing,
+    the partly right program failing (without any patch)."""
+    problems = {"bcb-inprocess": bcb_inprocess_problem(), "kod-inprocess": kod_inprocess_problem()}
+    cases = [ProgramCase("bcb-reference", "-", "bcb-inprocess", "", ("pass",), control=True),
+             ProgramCase("bcb-partly", "-", "bcb-inprocess", BCB_PARTLY, control=True),
+             ProgramCase("kod-reference", "-", "kod-inprocess", "", ("pass",), control=True),
+             ProgramCase("kod-partly", "-", "kod-inprocess", KOD_PARTLY, control=True)]
+    rows = {row["case"]: row for row in run_program_cases(executor, cases, problems)}
+    assert rows["bcb-reference"]["outcome"] == rows["kod-reference"]["outcome"] == "pass"
+    assert rows["bcb-partly"]["outcome"] == rows["kod-partly"]["outcome"] == "fail"
+
+
+def test_patches_made_while_loading_are_put_back_not_held_against_the_program(executor):
+    """A program that patches the standard library while it loads and then solves the
+    problem passes: the ground is put back before the tests, not a verdict on the program."""
+    problems = {"bcb-inprocess": bcb_inprocess_problem(), "kod-inprocess": kod_inprocess_problem()}
+    cases = [ProgramCase("bcb", "-", "bcb-inprocess", at_load(BCB_REFERENCE, CONTEXTMANAGER + WRAPS + OUTCOME),
+                         ("pass",), control=True),
+             ProgramCase("kod", "-", "kod-inprocess", at_load(KOD_REFERENCE, CONTEXTMANAGER + PYTEST_CALL_AND_REPORT),
+                         ("pass",), control=True)]
+    rows = run_program_cases(executor, cases, problems)
+    assert [r["outcome"] for r in rows] == ["pass", "pass"], rows
+
+
+def test_a_change_made_during_the_test_fails_it_and_says_what(executor):
+    problems = {"bcb-inprocess": bcb_inprocess_problem()}
+    code = at_first_call(BCB_REFERENCE, "task_func", "import functools\nfunctools.wraps = None\n")
+    rows = run_program_cases(executor, [ProgramCase("bcb", "-", "bcb-inprocess", code)], problems)
+    assert rows[0]["outcome"] == "fail"
+    assert "the program changed functools.wraps during the test" in rows[0]["message"], rows[0]
+
+
+def test_a_test_that_changes_the_framework_and_puts_it_back_passes(executor):
+    """Tests patch the standard library themselves (mock.patch) and put it back: not tampering."""
+    script = BCB_SCRIPT.replace("    def test_1_small(self):\n",
+                                "    @unittest.mock.patch('os.getcwd', return_value='/x')\n"
+                                "    def test_1_small(self, getcwd):\n"
+                                "        import os, warnings\n"
+                                "        warnings.simplefilter('ignore')\n"
+                                "        self.assertEqual(os.getcwd(), '/x')\n")
+    script = script.replace("import unittest\n", "import unittest\nimport unittest.mock\n", 1)
+    tests = split_test(TestCase(id="unittest/0", kind="script", script=script, framework="unittest"))
+    problem = dataclasses.replace(bcb_inprocess_problem(), tests=tests)
+    rows = run_program_cases(executor, [ProgramCase("ref", "-", "p", "", ("pass",), control=True)], {"p": problem})
+    assert rows[0]["outcome"] == "pass", rows[0]["message"]
+
+
+SELF_HEALING_SCRIPT = '''\
+import unittest
+
+
+class TestCases(unittest.TestCase):
+    def test_1_small(self):
+        data = [3, 1, 2]
+        result = task_func(list(data))
+        self.assertEqual(result, sorted(data))
+
+    def test_2_big(self):
+        data = [9, 7, 8, 1, 5]
+        result = task_func(list(data))
+        self.assertEqual(result, sorted(data))
+'''
+
+# Patches TestCase.assertEqual from inside the call, and the patch puts the original back when
+# it is used: by the time the test ends, nothing differs (the old harness passed it).
+SELF_HEALING = '''
+import unittest
+
+def task_func(xs):
+    case = unittest.case.TestCase
+    original = case.__dict__["assertEqual"]
+
+    def once(self, first, second, msg=None):
+        case.assertEqual = original
+
+    case.assertEqual = once
+    return list(xs)
+'''
+
+
+def test_an_assertion_patched_from_the_call_and_put_back_when_used_does_not_pass(executor):
+    tests = split_test(TestCase(id="unittest/0", kind="script", script=SELF_HEALING_SCRIPT, framework="unittest"))
+    assert [t.judged for t in tests] == ["in-process"]
+    problem = Problem(task_id="self-healing", prompt="", entry_point="task_func", reference=BCB_REFERENCE, tests=tests)
+    cases = [ProgramCase("reference", "-", "p", "", ("pass",), control=True),
+             ProgramCase("self-healing", "3", "p", SELF_HEALING)]
+    rows = {row["case"]: row for row in run_program_cases(executor, cases, {"p": problem})}
+    assert rows["reference"]["outcome"] == "pass"
+    assert rows["self-healing"]["outcome"] == "fail", rows["self-healing"]

@@ -1,0 +1,143 @@
+"""The ground in-process script tests stand on (harness.sandbox.child, issue 33 item 3): what
+``_settle`` puts back and holds against a program, what it leaves to the program and the
+tests, and what the audit hook refuses. Each check runs in a fresh interpreter (the audit hook
+stays for the life of its process); the end-to-end cases, hostile programs against the real
+executors, are in tests/adversarial/test_framework_tampering.py."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+from codea1.harness.script_tests import script_names
+
+PREAMBLE = """
+import json, sys
+from codea1.harness.sandbox import child
+child.prepare(("unittest",))
+def settle():
+    changed, stuck, threads = child._settle(None)
+    return {"changed": sorted(changed), "stuck": sorted(stuck), "threads": threads}
+out = {}
+"""
+
+
+def run_fresh(body: str) -> dict:
+    code = PREAMBLE + textwrap.dedent(body) + "\nprint(json.dumps(out))\n"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_clean_interpreter_settles_to_nothing():
+    out = run_fresh("out['first'] = settle(); out['second'] = settle()")
+    assert out["first"] == out["second"] == {"changed": [], "stuck": [], "threads": ""}
+
+
+def test_code_replaced_anywhere_is_put_back_and_named():
+    out = run_fresh("""
+        import contextlib, functools, unittest, copyreg
+        original = contextlib.contextmanager
+        contextlib.contextmanager = lambda fn: fn                          # a stdlib function
+        del functools.wraps                                                # removed
+        unittest.TestCase.assertEqual = lambda *a, **k: None               # a framework method
+        unittest.TestCase.maxDiff = 7                                      # framework data: strict too
+        contextlib.len = lambda x: 0                                       # shadows a builtin
+        copyreg.__getattr__ = lambda name: None                            # a dunder added
+        out["found"] = settle()
+        out["back"] = contextlib.contextmanager is original and hasattr(functools, "wraps") \\
+            and unittest.TestCase.maxDiff == 640 and not hasattr(contextlib, "len")
+        out["again"] = settle()
+    """)
+    assert out["found"]["changed"] == sorted(["contextlib.contextmanager", "functools.wraps", "contextlib.len",
+                                              "copyreg.__getattr__", "unittest.case.TestCase.assertEqual",
+                                              "unittest.case.TestCase.maxDiff"])
+    assert out["back"] and out["again"]["changed"] == []
+
+
+def test_data_and_caches_outside_the_frameworks_are_the_programs():
+    """What any Python process changes as it runs (a setting, a global made on first use, a
+    registry a library adds to) is neither put back nor held against the program."""
+    out = run_fresh("""
+        import copyreg, urllib.parse, weakref, time, sys
+        urllib.parse._hostprog = "made on first use"          # None in the zygote: data
+        weakref.finalize._dirty = True                         # a class's data
+        copyreg.dispatch_table[type("T", (), {})] = print      # a registry grows
+        time.new_global = object()                             # a new name of the module's own
+        sys.path.append("/nowhere")                            # the import path: put back, quietly
+        out["found"] = settle()
+        out["kept"] = urllib.parse._hostprog == "made on first use" and hasattr(time, "new_global")
+        out["path_back"] = "/nowhere" not in sys.path
+    """)
+    assert out["found"] == {"changed": [], "stuck": [], "threads": ""}
+    assert out["kept"] and out["path_back"]
+
+
+def test_a_fake_framework_module_and_a_poisoned_pattern_are_caught():
+    out = run_fresh("""
+        import re, sys, types
+        real = sys.modules["unittest"]
+        sys.modules["unittest"] = types.ModuleType("unittest")
+        re._cache[(str, "^exact$", 0)] = re.compile(".*")
+        out["found"] = settle()
+        out["back"] = sys.modules["unittest"] is real and (str, "^exact$", 0) not in re._cache
+    """)
+    assert out["found"]["changed"] == ["re._cache", "sys.modules[unittest]"]
+    assert out["back"]
+
+
+def test_the_audit_hook_keeps_code_and_refuses_tracing_once_armed_for_scripts():
+    out = run_fresh("""
+        import contextlib, gc, sys
+        def refused(action):
+            try:
+                action()
+            except RuntimeError as exc:
+                return "refused in the sandbox" in str(exc)
+            return False
+        swap = lambda: setattr(contextlib.contextmanager, "__code__", (lambda fn: fn).__code__)
+        def own():
+            pass
+        out["code"] = refused(swap)
+        out["own_code"] = not refused(lambda: setattr(own, "__code__", (lambda: 1).__code__))
+        out["trace_before"] = not refused(lambda: (sys.settrace(lambda *a: None), sys.settrace(None)))
+        next(child._ARMING)                  # every child, before its program
+        out["trace_armed"] = not refused(lambda: (sys.settrace(lambda *a: None), sys.settrace(None)))
+        out["gc_armed"] = not refused(gc.get_objects)
+        next(child._SCRIPTS)                 # a child whose job has script tests
+        out["trace_scripts"] = refused(lambda: sys.settrace(lambda *a: None))
+        out["profile_scripts"] = refused(lambda: sys.setprofile(lambda *a: None))
+        out["gc_scripts"] = refused(gc.get_objects)
+        added = []
+        sys.addaudithook(lambda event, args: added.append(event))
+        out["hook_added"] = bool(added)
+    """)
+    assert out == {"code": True, "own_code": True, "trace_before": True, "trace_armed": True, "gc_armed": True,
+                   "trace_scripts": True, "profile_scripts": True, "gc_scripts": True, "hook_added": False}
+
+
+def test_script_names_gives_the_imports_to_share_and_the_test_functions():
+    script = textwrap.dedent("""\
+        import unittest, os.path as osp
+        import numpy as np
+        from collections import Counter
+        try:
+            import pandas as pd
+        except ImportError:
+            pd = None
+
+        class TestCases(unittest.TestCase):
+            def test_a(self):
+                pass
+
+            def helper(self):
+                pass
+
+        def test_outside():
+            pass
+        """)
+    assert script_names(script, "unittest") == (["unittest", "osp", "np", "Counter", "pd"], ["TestCases.test_a"])
+    assert script_names(script, "pytest")[1] == ["TestCases.test_a", "test_outside"]  # pytest collects Test* classes
+    assert script_names("def broken(:\n", "pytest") == ([], [])
