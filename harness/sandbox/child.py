@@ -175,6 +175,8 @@ def prepare(frameworks: tuple = FRAMEWORKS) -> None:
     if _PRISTINE_BUILTINS is not None:
         return
     _warm_up(frameworks)
+    global _FRAMEWORK_GROUND
+    _FRAMEWORK_GROUND = _framework_ground()
     _PRISTINE_BUILTINS = dict(builtins.__dict__)
     signal.signal(signal.SIGALRM, _on_alarm)
     codes = _build_ground()
@@ -1221,12 +1223,38 @@ def _stuck(stuck: list) -> str:
     return f"the program changed the test framework: {', '.join(sorted(set(stuck))[:4])} (it could not be put back)"
 
 
-def _tampering(after: tuple) -> str:
-    """Why a test whose framework just returned fails, from what ``_settle`` found then."""
+_FRAMEWORK_GROUND: tuple = ("unittest", "pytest", "_pytest", "pluggy", "iniconfig", "codea1")
+
+
+def _framework_ground() -> tuple:
+    """The modules a change to which, during a test, fails it: the frameworks' own and the
+    standard-library modules they reach through their globals (contextlib, functools,
+    traceback...), transitively. A change elsewhere (a library resolving its lazy
+    attributes, mimetypes reading its tables, the test's own pyfakefs) is put back before
+    the next script test but is no sign of tampering."""
+    stdlib = getattr(sys, "stdlib_module_names", frozenset())
+    found = {name for name in sys.modules if name.split(".")[0] in _FRAMEWORK_GROUND}
+    todo = list(found)
+    while todo:
+        module = sys.modules.get(todo.pop())
+        for value in list(getattr(module, "__dict__", {}).values()):
+            name = getattr(value, "__name__", None) if type(value) is types.ModuleType else None
+            if type(name) is str and name not in found and name in sys.modules and (
+                    name.split(".")[0] in stdlib or name.split(".")[0] in _FRAMEWORK_GROUND):
+                found.add(name)
+                todo.append(name)
+    return tuple(sorted(found))
+
+
+def _tampering(after: tuple, ground: tuple | None = None) -> str:
+    """Why a test whose framework just returned fails, from what ``_settle`` found then:
+    changes to the frameworks' ground (``_framework_ground``) only."""
     changed, stuck, threads = after
     if threads:
         return threads
-    found = sorted(set(stuck) | set(changed))
+    ground = _FRAMEWORK_GROUND if ground is None else ground
+    found = sorted(label for label in set(stuck) | set(changed)
+                   if any(label == m or label.startswith(m + ".") for m in ground))
     if not found:
         return ""
     more = f" and {len(found) - 4} more" if len(found) > 4 else ""

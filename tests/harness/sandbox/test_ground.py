@@ -141,3 +141,20 @@ def test_script_names_gives_the_imports_to_share_and_the_test_functions():
     assert script_names(script, "unittest") == (["unittest", "osp", "np", "Counter", "pd"], ["TestCases.test_a"])
     assert script_names(script, "pytest")[1] == ["TestCases.test_a", "test_outside"]  # pytest collects Test* classes
     assert script_names("def broken(:\n", "pytest") == ([], [])
+
+
+def test_a_change_fails_a_test_only_on_the_frameworks_ground():
+    """During a test, a change to what the frameworks stand on (contextlib, functools,
+    traceback...) fails it; one to a module they never reach (mimetypes reading its tables,
+    six resolving a lazy attribute) is put back but held against no one: BigCodeBench's
+    canonical solutions lost 57 verdicts to such changes."""
+    script = ("import json, sys\nfrom codea1.harness.sandbox import child\nchild.prepare()\n"
+              "ground = child._FRAMEWORK_GROUND\n"
+              "after = ((\"contextlib.contextmanager\", \"mimetypes.common_types\", \"six._MovedItems.range\"), (), \"\")\n"
+              "print(json.dumps([sorted(m for m in ('contextlib', 'functools', 'traceback', 'mimetypes') if m in ground),"
+              " child._tampering(after)]))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    ground, why = json.loads(done.stdout)
+    assert ground == ["contextlib", "functools", "traceback"]
+    assert why == "the program changed contextlib.contextmanager during the test"
