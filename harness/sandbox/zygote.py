@@ -228,20 +228,22 @@ class Forker:
                 os.close(ruleset)
             raise
         if pid == 0:  # the child: never returns
-            code = 0
+            code, stage = 0, "sandbox child failed"
             try:
                 job = marshal.loads(_read_memfd(job_fd))
                 job["tests"] = marshal.loads(_read_memfd(tests_fd))
                 if type(job["tests"]) is not list:
                     raise ValueError("tests: not a list of tests")
                 self._confine_child(job, workdir, out_w, err_w, res_w, ruleset)
+                code, stage = 71, "the run ended early"  # from here on, the program's doing
                 child.run(job, 3)
+                code = 0
             except BaseException as exc:  # noqa: BLE001 - reported through stderr
                 try:
-                    os.write(2, f"sandbox child failed: {type(exc).__name__}: {exc}\n".encode())
-                except OSError:
+                    os.write(2, f"{stage}: {type(exc).__name__}: {exc}\n".encode())
+                except BaseException:  # noqa: BLE001 - the program's exception could not even be shown
                     pass
-                code = 70
+                code = code or 70
             os._exit(code)
         if ruleset is not None:
             os.close(ruleset)
@@ -485,6 +487,8 @@ class Zygote:
                 exit_reason = f"crashed: {signal.Signals(sig).name}" if sig in signal.Signals._value2member_map_ else f"crashed: signal {sig}"
             elif os.WEXITSTATUS(status) == 70:
                 exit_reason = "crashed: sandbox setup failed"
+            elif os.WEXITSTATUS(status) == 71:  # an exception of the program's escaped the child's run
+                exit_reason = "crashed: the run ended early (see stderr)"
         for fd in buffers:
             os.close(fd)
 

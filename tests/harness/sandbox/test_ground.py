@@ -31,6 +31,14 @@ def run_fresh(body: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def run_prepared(body: str):
+    """What ``body`` prints (JSON), run in a fresh interpreter after ``child.prepare()``."""
+    code = "import json\nfrom codea1.harness.sandbox import child\nchild.prepare()\n" + textwrap.dedent(body)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def test_a_clean_interpreter_settles_to_nothing():
     out = run_fresh("out['first'] = settle(); out['second'] = settle()")
     assert out["first"] == out["second"] == {"changed": [], "stuck": [], "threads": ""}
@@ -148,13 +156,55 @@ def test_a_change_fails_a_test_only_on_the_frameworks_ground():
     traceback...) fails it; one to a module they never reach (mimetypes reading its tables,
     six resolving a lazy attribute) is put back but held against no one: BigCodeBench's
     canonical solutions lost 57 verdicts to such changes."""
-    script = ("import json, sys\nfrom codea1.harness.sandbox import child\nchild.prepare()\n"
-              "ground = child._FRAMEWORK_GROUND\n"
-              "after = ((\"contextlib.contextmanager\", \"mimetypes.common_types\", \"six._MovedItems.range\"), (), \"\")\n"
-              "print(json.dumps([sorted(m for m in ('contextlib', 'functools', 'traceback', 'mimetypes') if m in ground),"
-              " child._tampering(after)]))\n")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    ground, why = json.loads(done.stdout)
+    ground, why = run_prepared("""
+        after = (("contextlib.contextmanager", "mimetypes.common_types", "six._MovedItems.range"), (), "")
+        print(json.dumps([sorted(m for m in ("contextlib", "functools", "traceback", "mimetypes")
+                                 if m in child._FRAMEWORK_GROUND), child._tampering(after)]))
+    """)
     assert ground == ["contextlib", "functools", "traceback"]
     assert why == "the program changed contextlib.contextmanager during the test"
+
+
+def test_what_libraries_a_test_uses_change_on_the_ground_but_decides_no_verdict_fails_nothing():
+    """lxml.etree (Cython) wraps inspect.isgenerator when first imported, pybind11 files its
+    internals under a new dunder in builtins, pyfakefs points linecache and tokenize at the real
+    disk and reloads tempfile: BigCodeBench's canonical solutions lost 7 verdicts to these.
+    A builtin replaced or a module hook added in builtins still fails the test."""
+    benign, hostile = run_prepared("""
+        benign = ("inspect.isgenerator", "builtins.__pybind11_internals_v4__", "linecache.open",
+                  "tokenize._builtin_open", "tempfile.NamedTemporaryFile")
+        hostile = ("builtins.__import__", "builtins.__getattr__", "builtins.isinstance", "inspect.signature")
+        print(json.dumps([child._tampering((benign, (), "")),
+                          [child._tampering(((label,) + benign, (), "")) for label in hostile]]))
+    """)
+    assert benign == ""
+    assert hostile == [f"the program changed {label} during the test" for label in
+                       ("builtins.__import__", "builtins.__getattr__", "builtins.isinstance", "inspect.signature")]
+
+
+def test_a_pattern_cached_under_a_str_subclass_is_honest_and_a_forged_one_is_not():
+    """lxml's text results are str subclasses that tests compile as patterns: honest. A key
+    whose subclass claims to equal another text (so that ``re.search("^exact$", ...)`` finds
+    the pattern ".*") is caught without running its methods."""
+    out = run_fresh("""
+        import re
+        armed = []
+        class Text(str):
+            def __eq__(self, other):
+                if armed:
+                    raise AssertionError("no method of the program's may run while settling")
+                return True
+            def __hash__(self):
+                return hash("^exact$")
+        re.compile(Text(".*"))
+        armed.append(1)
+        out["honest"] = settle()
+        armed.clear()
+        re._cache[(str, Text(".*"), 0)] = re.compile(".*")
+        out["lookup"] = re.compile("^exact$").pattern                   # the forgery works...
+        armed.append(1)
+        out["forged"] = settle()                                        # ...until it is found
+    """)
+    assert out["honest"]["changed"] == []
+    assert out["lookup"] == ".*"
+    assert out["forged"]["changed"] == ["re._cache"]
