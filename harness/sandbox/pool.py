@@ -60,13 +60,15 @@ class _Zygote:
         self.broken = False  # its stream is out of step with its jobs: never asked again
         self.running: str | None = None  # the job whose reply is being read
         self._stderr_tail: list[str] = []
-        threading.Thread(target=self._drain_stderr, daemon=True).start()
+        self._drainer = threading.Thread(target=self._drain_stderr, daemon=True)
+        self._drainer.start()
         try:
             self.info, _ = read_frame(self.proc.stdout)
             if self.info.get("ready") is not True:
                 raise ReplyError("the first frame is not the ready report")
         except (ReplyError, OSError, ValueError) as exc:
             self.kill()
+            self._drainer.join(timeout=10)  # its stdout can end before its last stderr lines are read
             raise ZygoteUnavailable(f"zygote did not start (exit {self.proc.returncode}): {exc}; "
                                     f"{self.stderr_tail()}") from None
 

@@ -110,7 +110,7 @@ MBPP = ("mbpp+", "mbpp", "MBPP_OVERRIDE_PATH", ("mbppplus", "MbppPlus-v0.2.0.jso
 
 
 @pytest.mark.parametrize("benchmark,dataset,env_var,parts,wrong,first", [
-    (*HUMANEVAL, SUBSET), (*MBPP, SUBSET),
+    pytest.param(*HUMANEVAL, SUBSET, marks=pytest.mark.long, id="humaneval+-subset"), (*MBPP, SUBSET),
     # The whole data sets (minutes: evalplus' ground truth of every task, Mbpp/255's huge
     # outputs): `tox -e parity`.
     pytest.param(*HUMANEVAL, None, marks=pytest.mark.slow, id="humaneval+-all"),

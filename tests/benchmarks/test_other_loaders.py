@@ -25,6 +25,7 @@ def write_samples(path, rows):
     return str(path)
 
 
+@pytest.mark.long
 def test_bigcodebench_splits_subsets_and_missing_libraries(plugins, tmp_path):
     data = shared_file("bigcodebench", "BigCodeBench-v0.1.0.jsonl.gz")
     bench = plugins.benchmarks.create("bigcodebench", {"data": str(data)})

@@ -88,6 +88,7 @@ def code_a1(warm, steps: int = 3, **trainer) -> dict:
                                "max_tokens": 80, "lr": 1e-4}}
 
 
+@pytest.mark.long
 def test_sft_warm_starts_both_policies(warm):
     for role, out in warm.items():
         log = rows(out)
@@ -99,6 +100,7 @@ def test_sft_warm_starts_both_policies(warm):
         assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["step-000069", "step-000070"]
 
 
+@pytest.mark.long
 def test_code_a1_runs_with_real_signal(warm, tmp_path):
     sections = code_a1(warm)
     sections["train"]["eval_every"] = 3
@@ -139,6 +141,7 @@ def test_code_a1_runs_with_real_signal(warm, tmp_path):
         assert (out / "export" / role / "model.safetensors").exists()
 
 
+@pytest.mark.long
 def test_code_a1_resumes_after_sigkill_exactly(warm, tmp_path):
     """Killed mid-run (its first checkpoint whole, in the second step), then --resume: the
     step log (timings aside) and every Mistake Book file equal an uninterrupted run's. The
@@ -174,6 +177,7 @@ def test_code_a1_resumes_after_sigkill_exactly(warm, tmp_path):
         assert (out / "mistake_book" / name).read_text() == (whole / "mistake_book" / name).read_text()
 
 
+@pytest.mark.long
 def test_golden_tests_run(warm, tmp_path):
     golden = train(tmp_path, "golden", {**base("golden-tests", 2), "trainer": {"m": 4},
                                          "policies.code": {"model": str(warm["code"] / "export" / "code"),
@@ -183,6 +187,7 @@ def test_golden_tests_run(warm, tmp_path):
     assert any(r["pass_rate_golden"] > 0 for r in log)  # the warm-started policy solves some questions
 
 
+@pytest.mark.long
 def test_self_play_from_a_warm_start_on_both_roles_has_signal(warm, tmp_path):
     """sft role code with tests_prompt trains the one policy self-play uses on both: the
     references and, from the black-box prompt, the golden asserts (a step's pairs: 4 codes and
@@ -203,12 +208,14 @@ def test_self_play_from_a_warm_start_on_both_roles_has_signal(warm, tmp_path):
     assert any(r["reward_code"] > 0 and r["pass_rate_new"] > 0 for r in log), log
 
 
+@pytest.mark.long
 def test_consensus_validation_runs_without_the_reference(warm, tmp_path):
     out = train(tmp_path, "consensus", code_a1(warm, steps=1, validation="consensus"))
     log = rows(out)
     assert set(log[0]["tests"]) <= {"valid", "wrong", "error", "unparsed", "duplicate", "missing"}
 
 
+@pytest.mark.long
 def test_exported_policies_score_with_generate_and_evaluate(warm, tmp_path):
     data = str(shared_file("kodcode", "KodCode_prefill_200_1741214325.json"))
     out = train(tmp_path, "code-a1", code_a1(warm, steps=1))
@@ -231,6 +238,7 @@ def test_exported_policies_score_with_generate_and_evaluate(warm, tmp_path):
     assert tests["counts"]["tasks"] == 4 and 0.0 <= tests["metrics"]["test-pass@1"] <= 1.0
 
 
+@pytest.mark.long
 def test_config_mistakes_name_the_file_section_and_key(warm, tmp_path, capsys):
     sections = code_a1(warm, steps=1)
     bad = write_config(tmp_path / "bad.toml", {**sections, "trainer": {"alpah": 0.5}})
@@ -282,6 +290,7 @@ def golden_pass_rate(model: Path, tmp: Path, name: str) -> float:
     return json.loads((tmp / f"eval-{name}" / "results.json").read_text())["metrics"]["pass@1"]
 
 
+@pytest.mark.long
 @pytest.mark.xdist_group("learning")
 def test_golden_tests_training_raises_the_pass_rate(tiny_model, tmp_path):
     """The learning check of the whole loop: a tiny policy warm-started (sft, role code) on

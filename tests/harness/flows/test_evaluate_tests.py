@@ -130,6 +130,7 @@ def test_the_command(tmp_path):
     assert bad.returncode == 2 and "--tests" in bad.stderr
 
 
+@pytest.mark.long
 def test_a_slow_valid_test_kills_no_mutant_by_time(plugins, tmp_path):
     """A reference that takes 0.8 s a test (limit 4 x 0.8 = 3.2 s each), three tests, and a
     mutant budget of 1 s asked for (the zygote's deadline, 1 s after it, three such tests

@@ -63,6 +63,7 @@ def resume_line(stderr: str) -> list[str]:
     return shlex.split(last.split("resume with: ", 1)[1])[1:]
 
 
+@pytest.mark.long
 @pytest.mark.data
 def test_ctrl_c_ends_an_mbpp_plus_evaluate_at_once_and_the_resume_loses_nothing(tmp_path):
     data = shared_file("mbppplus", "MbppPlus-v0.2.0.jsonl.gz")

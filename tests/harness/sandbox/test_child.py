@@ -173,6 +173,7 @@ def test_large_containers_are_digested_by_value_alone():
                                                                         separators=(",", ":"))
 
 
+@pytest.mark.long
 def test_large_outputs_are_judged_on_digests_and_rechecked_on_values(plugins, tmp_path):
     """A HumanEval+ task whose outputs exceed 64 KiB (HumanEval/130: lists of up to a
     million numbers): the canonical solution passes on digests alone (no recheck); a

@@ -51,6 +51,7 @@ def verdicts_of(plugins, tmp_path, data, samples, executor, options) -> dict:
     return rows
 
 
+@pytest.mark.long
 def test_all_executors_give_identical_verdicts(plugins, tmp_path):
     data = shared_file("humanevalplus", "HumanEvalPlus-v0.1.10.jsonl.gz")
     samples = write_samples(tmp_path, data)
