@@ -323,3 +323,41 @@ def test_bad_bytes_in_data_and_samples_files_name_their_line(tmp_path):
     data.write_bytes(b"\xef\xbb\xbf" + "\n".join(records[:5]).encode() + b"\n")
     one_line_error(codea1(*base, "--data", str(data), "--samples", str(samples), "--out", str(tmp_path / "d")),
                    f"{data}:1: starts with a UTF-8 byte order mark, which evalplus' loader cannot read")
+
+
+def test_a_partial_samples_file_is_refused_then_scored_as_partial_everywhere(tmp_path):
+    """Issue 34: samples for 2 of the demo's 12 tasks are refused (as evalplus refuses them),
+    scored with --allow-partial and labelled so in the summary, results.json and `show`; the
+    report marks the partial run beside a whole one, and --strict refuses to rank them."""
+    from codea1.benchmarks.demo.problems import PROBLEMS
+
+    samples = tmp_path / "s.jsonl"
+    samples.write_text("".join(json.dumps({"task_id": f"demo/{i}", "solution": PROBLEMS[i]["solution"]}) + "\n"
+                               for i in (0, 1)))
+    partial = tmp_path / "partial"
+    refused = codea1("evaluate", "--benchmark", "demo", "--samples", str(samples), "--out", str(partial))
+    assert refused.returncode == 2 and not partial.exists()
+    assert refused.stderr.strip().splitlines() == [
+        f"codea1: error: {samples}: samples for 2 of the 12 tasks of demo (none for demo/2, demo/3, demo/4 and 7 "
+        f"more); score them as a partial run with --allow-partial, or choose the tasks with --tasks or --limit"]
+    scored = codea1("evaluate", "--benchmark", "demo", "--samples", str(samples), "--out", str(partial),
+                    "--allow-partial", "--no-progress")
+    assert scored.returncode == 0, scored.stderr
+    line = ("tasks: 2 of 12; PARTIAL: the figures are not the whole benchmark's (chosen with --allow-partial)")
+    assert line in scored.stdout.splitlines()
+    coverage = json.loads((partial / "results.json").read_text())["coverage"]
+    assert coverage == {"tasks": 2, "of": 12, "scored": 2, "skipped": 0, "skipped_count_as": "failures",
+                        "partial": True, "selected_by": ["--allow-partial"]}
+    shown = codea1("show", str(partial))
+    assert line in shown.stdout and "all tasks" not in shown.stdout
+    whole = tmp_path / "whole"
+    assert codea1("evaluate", "--benchmark", "demo", "--out", str(whole), "--no-progress").returncode == 0
+    assert "tasks: 12 of 12" in codea1("show", str(whole)).stdout
+    made = codea1("report", str(whole), str(partial), "--out", str(tmp_path / "r"), "--format", "md")
+    assert made.returncode == 0, made.stderr
+    md = (tmp_path / "r" / "report.md").read_text()
+    assert "| whole | 100.00 | 70.83 |" in md and "| partial | 100.00‡ | 100.00‡ |" in md  # marked, not ranked
+    assert f"{partial}: a partial run (2 of 12 tasks)" in md
+    strict = codea1("report", str(whole), str(partial), "--strict", "--out", str(tmp_path / "s"))
+    assert strict.returncode == 2 and "their figures are not comparable (--strict)" in strict.stderr
+    assert not (tmp_path / "s").exists()

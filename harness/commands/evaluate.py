@@ -31,21 +31,31 @@ class EvaluateCommand(Command):
         p.add_argument("--no-reference-cache", action="store_true", help="recompute reference outputs")
         p.add_argument("--no-dedupe", action="store_true",
                        help="execute every sample, even identical programs of the same task")
+        p.add_argument("--allow-partial", action="store_true",
+                       help="score a samples file that lacks some of the selected tasks (without it the run is "
+                            "refused, as evalplus refuses it); its figures are labelled partial everywhere")
+        p.add_argument("--exclude-skipped", action="store_true",
+                       help="leave tasks that cannot be judged here (a library missing, the reference failing) out "
+                            "of the figures, labelled; by default they count as failures, as bigcodebench counts them")
 
     def run(self, plugins, args):
-        from codea1.harness.flows.evaluate import EvaluateConfig, evaluate, verdict_lines
+        from codea1.harness.flows.evaluate import EvaluateConfig, coverage_line, evaluate, verdict_lines
 
         cfg = EvaluateConfig(**common(args), **limits(args), samples=args.samples, k=args.k,
-                             reference_cache=not args.no_reference_cache, dedupe=not args.no_dedupe)
+                             reference_cache=not args.no_reference_cache, dedupe=not args.no_dedupe,
+                             allow_partial=args.allow_partial, exclude_skipped=args.exclude_skipped)
         r = evaluate(plugins, cfg)
         print(f"benchmark {r['benchmark']}  samples {r['counts']['samples']}  (resumed {r['resumed']})  "
               f"executor {r['executor']}")
+        print(coverage_line(r["coverage"]))
         print("\n".join(verdict_lines(r["counts"])))
         print_metrics(r["metrics"], r["metric_notes"])
         if args.per_task or len(r["tasks"]) <= 40:
             print(f"\n  {'task':<24} {'n':>3} {'pass':>4}  statuses")
             for t, d in r["tasks"].items():
-                print(f"  {t:<24} {d['n']:>3} {d['passed']:>4}  {' '.join(d['statuses'])}")
+                print(f"  {t:<24} {d['n']:>3} {d['passed']:>4}  {' '.join(d['statuses'])}"
+                      + ("   (skipped: " + ("left out" if args.exclude_skipped else "counted as failed") + ")"
+                         if "skipped" in d else ""))
         elif r["tasks"]:
             print(f"\n  ({len(r['tasks'])} tasks: --per-task prints the table; results.json holds it)")
         for task, reason in list(r["skipped_tasks"].items())[:10]:

@@ -47,6 +47,8 @@ class EvaluateConfig(LimitedRunConfig):
     k: list[int] = field(default_factory=lambda: [1])
     reference_cache: bool = True
     dedupe: bool = True  # run identical programs of a task once and share the verdict
+    allow_partial: bool = False  # score a samples file that lacks some of the selected tasks (labelled partial)
+    exclude_skipped: bool = False  # leave skipped tasks out of the figures (labelled) instead of failing them
 
     COMMAND = "evaluate"
     ROWS = "verdicts.jsonl"
@@ -87,6 +89,7 @@ def expected_values(bench, problem: Problem, ref: ReferenceRun, keep: list[int])
 def evaluate(plugins, cfg: EvaluateConfig, executor=None) -> dict[str, Any]:
     with open_run(plugins, cfg, executor) as run:
         samples, samples_path = read_samples(run, cfg)
+        check_coverage(run, cfg, samples, samples_path)
         run.start(samples=samples_path)
         log = VerdictLog(run)
         todo = log.resume(samples)
@@ -108,6 +111,46 @@ def read_samples(run: Run, cfg: EvaluateConfig) -> tuple[list[CodeSample], str]:
         raise ConfigError(f"benchmark {cfg.benchmark!r} has no default samples: pass --samples FILE")
     samples = load_samples(path, run.all_problems, run.bench.sample_code)
     return [s for s in samples if s.task_id in run.problems], path
+
+
+def check_coverage(run: Run, cfg: EvaluateConfig, samples: list[CodeSample], samples_path: str) -> None:
+    """A samples file must cover every selected task (evalplus refuses one that does not):
+    otherwise its figures would read as the benchmark's. ``allow_partial`` scores it, labelled."""
+    covered = {s.task_id for s in samples}
+    missing = [t for t in run.problems if t not in covered]
+    if not missing or cfg.allow_partial:
+        return
+    shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+    which = "selected tasks" if len(run.problems) < len(run.all_problems) else f"tasks of {cfg.benchmark}"
+    raise ConfigError(f"{samples_path}: samples for {len(covered)} of the {len(run.problems)} {which} "
+                      f"(none for {shown}); score them as a partial run with --allow-partial, or choose the "
+                      f"tasks with --tasks or --limit")
+
+
+def task_coverage(run: Run, cfg: EvaluateConfig, samples: list[CodeSample], skipped: dict[str, str]) -> dict[str, Any]:
+    """What the figures cover: tasks with samples (``tasks``) of the benchmark's (``of``),
+    which of them are skipped, and how skips count; ``partial`` when the figures are not
+    over the whole benchmark."""
+    tasks = len({s.task_id for s in samples})
+    scored = tasks - len(skipped) if cfg.exclude_skipped else tasks
+    selected_by = [flag for flag, given in (("--tasks", cfg.tasks), ("--limit", cfg.limit is not None),
+                                            ("--allow-partial", tasks < len(run.problems))) if given]
+    return {"tasks": tasks, "of": len(run.all_problems), "scored": scored, "skipped": len(skipped),
+            "skipped_count_as": "left out" if cfg.exclude_skipped else "failures",
+            "partial": scored < len(run.all_problems), "selected_by": selected_by}
+
+
+def coverage_line(cov: dict[str, Any]) -> str:
+    """The summary's line on what the figures cover (results.json's ``coverage``)."""
+    line = f"tasks: {cov['scored']} of {cov['of']}"
+    notes = []
+    if cov["partial"]:
+        notes.append("PARTIAL: the figures are not the whole benchmark's"
+                     + (f" (chosen with {', '.join(cov['selected_by'])})" if cov["selected_by"] else ""))
+    if cov["skipped"]:
+        notes.append(f"{cov['skipped']} skipped task(s) " + ("counted as failures" if cov["skipped_count_as"] == "failures"
+                                                             else "left out of the figures (--exclude-skipped)"))
+    return line + ("; " + "; ".join(notes) if notes else "")
 
 
 class VerdictLog:
@@ -273,7 +316,7 @@ def judge_stage(run: Run, cfg: EvaluateConfig, todo: list[CodeSample], prepared:
 def summarise(run: Run, cfg: EvaluateConfig, samples: list[CodeSample], log: VerdictLog, skipped: dict[str, str],
               reference_failures: dict, timing: dict) -> dict[str, Any]:
     verdicts = log.of(samples)
-    metrics, notes, per_task = compute_metrics(run.plugins, verdicts, cfg.k)
+    metrics, notes, per_task = compute_metrics(run.plugins, verdicts, cfg.k, skipped_fail=not cfg.exclude_skipped)
     counts = {status: 0 for status in VERDICT_STATUSES}
     for v in verdicts:
         counts[v.status] = counts.get(v.status, 0) + 1
@@ -293,7 +336,7 @@ def summarise(run: Run, cfg: EvaluateConfig, samples: list[CodeSample], log: Ver
         if task_id in skipped:
             tasks[task_id]["skipped"] = skipped[task_id]
     return {"benchmark": cfg.benchmark, "samples": run.store.config["samples"], "executor": cfg.executor,
-            "metrics": metrics, "metric_notes": notes, "counts": {"samples": len(verdicts), **counts},
+            "coverage": task_coverage(run, cfg, samples, skipped), "metrics": metrics, "metric_notes": notes, "counts": {"samples": len(verdicts), **counts},
             "resumed": log.resumed, "timing": timing, "skipped_tasks": skipped, "reference_failures": reference_failures, "tasks": tasks}
 
 
@@ -311,7 +354,7 @@ def verdict_lines(counts: dict) -> list[str]:
     return lines
 
 
-def compute_metrics(plugins, verdicts: list[Verdict], ks: list[int]
+def compute_metrics(plugins, verdicts: list[Verdict], ks: list[int], skipped_fail: bool = True
                     ) -> tuple[dict[str, float], dict[str, str], dict[str, dict[str, float]]]:
     """(metrics, notes, per-task figures) from the code-metric plugins. Groups (e.g.
     HumanEval+'s base tests) get their own entries, named "<group>:<metric>", when a benchmark
@@ -320,7 +363,8 @@ def compute_metrics(plugins, verdicts: list[Verdict], ks: list[int]
     targets: list[tuple[str, str | None]] = [("", None)]
     if len(groups) > 1:
         targets += [(f"{g}:", g) for g in groups]
-    return code_metrics(plugins, {prefix: sample_outcomes(verdicts, group) for prefix, group in targets}, ks)
+    return code_metrics(plugins, {prefix: sample_outcomes(verdicts, group, skipped_fail)
+                                  for prefix, group in targets}, ks)
 
 
 def code_metrics(plugins, outcomes: dict[str, dict[str, list[bool]]], ks: list[int]
@@ -346,13 +390,16 @@ def code_metrics(plugins, outcomes: dict[str, dict[str, list[bool]]], ks: list[i
     return metrics, notes, per_task
 
 
-def sample_outcomes(verdicts: list[Verdict], group: str | None = None) -> dict[str, list[bool]]:
-    """task -> pass/fail per judged sample, in sample order. Skipped samples are left out; a
-    sandbox error (the executor failed, retried once: nothing a program can cause) counts as
-    a failure, so no status can take a sample out of the denominators."""
+def sample_outcomes(verdicts: list[Verdict], group: str | None = None, skipped_fail: bool = True
+                    ) -> dict[str, list[bool]]:
+    """task -> pass/fail per sample, in sample order. A skipped sample (its task cannot be
+    judged here: a library missing, the reference failing) is a failure, as bigcodebench
+    counts it, unless ``skipped_fail`` is False (then its task is left out); a sandbox error
+    (the executor failed, retried once: nothing a program can cause) is a failure too, so no
+    status a program can reach takes a sample out of the denominators."""
     by_task: dict[str, list[Verdict]] = defaultdict(list)
     for v in verdicts:
-        if v.status != SKIPPED:
+        if skipped_fail or v.status != SKIPPED:
             by_task[v.task_id].append(v)
     return {task: [(v.groups.get(group) == PASS) if group else v.passed
                    for v in sorted(vs, key=lambda v: v.sample_index)]

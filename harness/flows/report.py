@@ -82,6 +82,8 @@ class RunData:
     curves: dict[str, float] = field(default_factory=dict)  # tts --curves
     declared: RunColumns | None = None  # train: what its trainer declares to reports
     in_process: tuple[int, int] = (0, 0)  # (verdicts judged inside the program's process, verdicts)
+    task_set: frozenset[str] | None = None  # the tasks its figures cover (evaluate, evalplus)
+    partial: str = ""  # "10 of 164 tasks" where its figures are not the whole benchmark's
 
 
 # -- 1. read ---------------------------------------------------------------------------------
@@ -131,6 +133,12 @@ def read_run(plugins, given: str, label: str) -> RunData:
         run.tasks = {t: r["passed"] / r["n"] for t, r in results.get("tasks", {}).items() if r.get("n")}
         counts = results.get("counts", {})
         run.in_process = (int(counts.get("judged_in_process", 0)), int(counts.get("samples", 0)))
+        coverage = results.get("coverage") or {}
+        left_out = {t for t, r in results.get("tasks", {}).items()
+                    if r.get("skipped") and coverage.get("skipped_count_as") == "left out"}
+        run.task_set = frozenset(results.get("tasks", {})) - left_out
+        if coverage.get("partial"):
+            run.partial = f"{coverage.get('scored')} of {coverage.get('of')} tasks"
     return run
 
 
@@ -162,7 +170,7 @@ def read_evalplus(plugins, path: Path, label: str) -> RunData:
     metrics, _, _ = code_metrics(plugins, {"": plus, "base:": base, "plus:": plus_only}, ks)
     digest = {"md5": doc["hash"]} if isinstance(doc.get("hash"), str) else {}
     return RunData(path, label, "evalplus", benchmark, "complete", digest, metrics=metrics,
-                   tasks={t: sum(v) / len(v) for t, v in plus.items()})
+                   tasks={t: sum(v) / len(v) for t, v in plus.items()}, task_set=frozenset(plus))
 
 
 # -- 2. labels -------------------------------------------------------------------------------
@@ -360,17 +368,18 @@ def last_figures(run: RunData) -> dict[str, Any]:
 
 
 def rank(table: Table) -> None:
-    """Best (1) and second (2) per metric column among complete rows; higher is better unless
-    the column is one of ``lower_better``. Ties share a rank."""
+    """Best (1) and second (2) per metric column among complete rows over the column's tasks
+    (a cell marked ‡ by ``check_tasks`` is not ranked); higher is better unless the column is
+    one of ``lower_better``. Ties share a rank."""
     for column in table.metric_columns:
-        values = sorted({table.frame.at[row, column] for row in table.frame.index
-                         if table.status.get(row, "complete") == "complete" and is_number(table.frame.at[row, column])},
-                        reverse=column not in table.lower_better)
+        rows = [row for row in table.frame.index if table.status.get(row, "complete") == "complete"
+                and is_number(table.frame.at[row, column]) and "‡" not in table.marks.get((row, column), "")]
+        values = sorted({table.frame.at[row, column] for row in rows}, reverse=column not in table.lower_better)
         if len(values) < 2:
             continue
-        for row in table.frame.index:
+        for row in rows:
             value = table.frame.at[row, column]
-            if table.status.get(row, "complete") == "complete" and is_number(value) and value in values[:2]:
+            if value in values[:2]:
                 table.ranks[(row, column)] = values.index(value) + 1
 
 
@@ -407,6 +416,31 @@ def check_data(table: Table, owner: dict[tuple[str, str], RunData], warnings: li
             warnings.append(message)
     if table.marks:
         table.notes.append("† the run read other benchmark data than the column's first run (see the warnings).")
+
+
+def check_tasks(table: Table, owner: dict[tuple[str, str], RunData], warnings: list[str], strict: bool) -> None:
+    """A column ranks runs over the same tasks: the first run's tasks are the column's; a run
+    over other tasks (a partial samples file, --tasks, skipped tasks left out) is marked with
+    a double dagger and named in the warnings (refused with --strict), and so is a partial
+    run on its own."""
+    first: dict[str, RunData] = {}
+    for (row, column), run in owner.items():
+        if run.task_set is None:
+            continue
+        ref = first.setdefault(column, run)
+        differs = run.task_set != ref.task_set
+        if differs:
+            message = (f"column {column!r}: {run.path} covers {len(run.task_set)} tasks, {ref.path} "
+                       f"{len(ref.task_set)} ({len(run.task_set ^ ref.task_set)} in one only): their figures are "
+                       f"not comparable")
+            if strict:
+                raise ReportError(message + " (--strict)")
+            warnings.append(message)
+        if differs or run.partial:
+            table.marks[(row, column)] = table.marks.get((row, column), "") + "‡"
+    if any("‡" in mark for mark in table.marks.values()):
+        table.notes.append("‡ a partial run (not the whole benchmark's tasks) or a run over other tasks than the "
+                           "column's first (see the warnings): not ranked.")
 
 
 def runs_table(runs: list[RunData]):
@@ -643,6 +677,8 @@ def build_report(plugins, cfg: ReportConfig) -> Report:
                  f"(script tests a runner inside the program decided)"
                  for r in runs if r.in_process[0]]
     warnings += [f"{r.path}: {r.declared.warning}" for r in runs if r.declared is not None and r.declared.warning]
+    warnings += [f"{r.path}: a partial run ({r.partial}): its figures are not the benchmark's" for r in runs
+                 if r.partial]
     built = [
         metric_table("code", "Code generation", [r for r in runs if r.kind in ("evaluate", "evalplus")], avg=True),
         metric_table("tests", "Test generation", [r for r in runs if r.kind == "evaluate-tests"]),
@@ -656,6 +692,7 @@ def build_report(plugins, cfg: ReportConfig) -> Report:
         if table is None:
             continue
         check_data(table, owner, warnings, cfg.strict)
+        check_tasks(table, owner, warnings, cfg.strict)
         rank(table)
         deltas(table, baseline)
         if table.deltas is not None and any(is_number(v) for v in table.deltas.to_numpy().ravel()):

@@ -42,12 +42,19 @@ def test_bigcodebench_splits_subsets_and_missing_libraries(plugins, tmp_path):
         {"task_id": "BigCodeBench/0", "completion": "    return 'not a number'\n"},
         {"task_id": needs_missing, "completion": raw[needs_missing]["canonical_solution"]},
     ]
-    res = evaluate(plugins, EvaluateConfig(benchmark="bigcodebench", data=str(data), out=str(tmp_path / "run"),
-                                           samples=write_samples(tmp_path / "s.jsonl", rows), progress=False))
+    config = dict(benchmark="bigcodebench", data=str(data), out=str(tmp_path / "run"), progress=False,
+                  samples=write_samples(tmp_path / "s.jsonl", rows), tasks=["BigCodeBench/0", needs_missing])
+    res = evaluate(plugins, EvaluateConfig(**config))
     assert res["tasks"]["BigCodeBench/0"]["statuses"] == ["pass", "fail"]
     assert res["tasks"][needs_missing]["statuses"] == ["skipped"]
     assert res["skipped_tasks"][needs_missing].startswith("skipped: missing library ")
-    assert res["metrics"]["pass@1"] == 0.5  # the skipped task is out of the denominator
+    assert res["metrics"]["pass@1"] == 0.25  # the skipped task is a failure, as bigcodebench counts it
+    assert res["coverage"] | {"selected_by": None} == {"tasks": 2, "of": 1140, "scored": 2, "skipped": 1,
+                                                      "skipped_count_as": "failures", "partial": True,
+                                                      "selected_by": None}
+    scored_only = evaluate(plugins, EvaluateConfig(**config, exclude_skipped=True))  # resumed: verdicts kept
+    assert scored_only["metrics"]["pass@1"] == 0.5
+    assert scored_only["coverage"]["scored"] == 1 and scored_only["coverage"]["skipped_count_as"] == "left out"
 
 
 WITHOUT_BIGCODEBENCH = ("import sys; sys.modules['bigcodebench'] = None  # any import of it now fails\n"
@@ -127,7 +134,7 @@ def test_ult_loads_and_reports_that_its_asserts_fail_on_the_reference(plugins, t
     res = evaluate(plugins, EvaluateConfig(benchmark="ult", data=str(data), out=str(tmp_path / "run"),
                                            samples=write_samples(tmp_path / "s.jsonl", [
                                                {"task_id": r["task_id"], "solution": r["code"]} for r in raw]),
-                                           progress=False))
+                                           progress=False, limit=10))
     # ULT_Lite's test_list are not golden: the references fail many of them, and say so.
     assert res["reference_failures"]
     failing_refs = set(res["reference_failures"])
@@ -167,7 +174,8 @@ def test_kodcode_references_pass_their_pytest_tests_and_wrong_code_fails(plugins
     rows = [{"task_id": p.task_id, "solution": p.reference} for p in picked]
     rows.append({"task_id": picked[0].task_id, "solution": "x = 1\n"})
     res = evaluate(plugins, EvaluateConfig(benchmark="kodcode", data=str(folder), out=str(tmp_path / "run"),
-                                           samples=write_samples(tmp_path / "s.jsonl", rows), progress=False))
+                                           samples=write_samples(tmp_path / "s.jsonl", rows), progress=False,
+                                           tasks=[p.task_id for p in picked]))
     first = res["tasks"][picked[0].task_id]["statuses"]
     assert first[1] == "fail"
     assert sum(d["statuses"][0] == "pass" for d in res["tasks"].values()) + len(res["skipped_tasks"]) == 6

@@ -31,12 +31,13 @@ def test_completion_continues_the_prompt_and_directories_work(plugins, tmp_path)
 
     body = PROBLEMS[0]["solution"].split("\n", 1)[1]
     jsonl = write(tmp_path / "c.jsonl", [json.dumps({"task_id": "demo/0", "completion": body})])
-    res = evaluate(plugins, EvaluateConfig(benchmark="demo", samples=jsonl, out=str(tmp_path / "a"), progress=False))
+    res = evaluate(plugins, EvaluateConfig(benchmark="demo", samples=jsonl, out=str(tmp_path / "a"), tasks=["demo/0"],
+                                           progress=False))
     assert res["tasks"]["demo/0"]["statuses"] == ["pass"]
     folder = tmp_path / "samples" / "demo_1"
     folder.mkdir(parents=True)
     (folder / "0.py").write_text(PROBLEMS[1]["solution"])
     (folder / "1.py").write_text("def is_palindrome(t):\n    return False\n")
     res = evaluate(plugins, EvaluateConfig(benchmark="demo", samples=str(tmp_path / "samples"), out=str(tmp_path / "b"),
-                                           progress=False))
+                                           tasks=["demo/1"], progress=False))
     assert res["tasks"]["demo/1"]["statuses"] == ["pass", "fail"]

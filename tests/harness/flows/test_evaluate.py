@@ -53,7 +53,8 @@ def test_a_directory_of_another_run_is_refused_without_overwrite(plugins, tmp_pa
     other = tmp_path / "other.jsonl"
     other.write_text(json.dumps({"task_id": "demo/0", "solution": "def digit_sum(n):\n    return 0\n"}) + "\n")
     with pytest.raises(RunStoreError, match="field 'samples' was"):
-        evaluate(plugins, EvaluateConfig(benchmark="demo", samples=str(other), out=str(tmp_path), progress=False))
+        evaluate(plugins, EvaluateConfig(benchmark="demo", samples=str(other), out=str(tmp_path), progress=False,
+                                         allow_partial=True))
 
 
 def test_identical_programs_run_once_and_all_get_verdicts(plugins, tmp_path):
@@ -62,7 +63,7 @@ def test_identical_programs_run_once_and_all_get_verdicts(plugins, tmp_path):
     samples.write_text("".join(json.dumps({"task_id": "demo/0", "solution": c}) + "\n"
                                for c in [good, good, "def digit_sum(n):\n    return n\n", good]))
     results = evaluate(plugins, EvaluateConfig(benchmark="demo", samples=str(samples), out=str(tmp_path / "r"),
-                                               progress=False))
+                                               tasks=["demo/0"], progress=False))
     assert results["timing"]["executed_programs"] == 2
     assert results["tasks"]["demo/0"]["statuses"] == ["pass", "pass", "fail", "pass"]
     assert results["metrics"]["pass@1"] == 0.75

@@ -77,7 +77,8 @@ def test_ctrl_c_ends_an_mbpp_plus_evaluate_at_once_and_the_resume_loses_nothing(
     samples.append(("Mbpp/4", 8, hang))
     (tmp_path / "s.jsonl").write_text("".join(json.dumps({"task_id": t, "solution": code.format(i)}) + "\n"
                                               for t, n, code in samples for i in range(n)))
-    args = ["evaluate", "--benchmark", "mbpp+", "--data", str(data), "--samples", "s.jsonl", "--workers", "2",
+    args = ["evaluate", "--benchmark", "mbpp+", "--data", str(data), "--samples", "s.jsonl", "--allow-partial",
+            "--workers", "2",
             "--min-time-limit", "10", "--out", "run", "--overwrite", "--no-progress"]
     proc = start(args, tmp_path)
     verdicts = tmp_path / "run" / "verdicts.jsonl"
