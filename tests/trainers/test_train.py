@@ -224,7 +224,7 @@ def test_exported_policies_score_with_generate_and_evaluate(warm, tmp_path):
                  "--generator", "hf", "--model", str(out / "export" / "code"), "--n", "2", "--max-tokens", "128",
                  "--no-cache", "--no-progress", "--out", str(tmp_path / "gen-code")]) == 0
     assert main(["evaluate", "--benchmark", "kodcode", "--data", data, "--samples",
-                 str(tmp_path / "gen-code" / "samples.jsonl"), "--out", str(tmp_path / "eval-code"),
+                 str(tmp_path / "gen-code" / "samples.jsonl"), "--tasks", tasks, "--out", str(tmp_path / "eval-code"),
                  "--no-progress"]) == 0
     code = json.loads((tmp_path / "eval-code" / "results.json").read_text())
     assert code["counts"]["samples"] == 8 and 0.0 <= code["metrics"]["pass@1"] <= 1.0
@@ -286,7 +286,8 @@ def golden_pass_rate(model: Path, tmp: Path, name: str) -> float:
                  "--generator", "hf", "--model", str(model), "--n", "32", "--temperature", "0.7", "--top-p", "0.95",
                  "--max-tokens", "128", "--seed", "1", "--no-cache", "--no-progress", "--out", str(tmp / f"gen-{name}")]) == 0
     assert main(["evaluate", "--benchmark", "kodcode", "--data", data, "--samples",
-                 str(tmp / f"gen-{name}" / "samples.jsonl"), "--out", str(tmp / f"eval-{name}"), "--no-progress"]) == 0
+                 str(tmp / f"gen-{name}" / "samples.jsonl"), "--tasks", ",".join(TASKS), "--out", str(tmp / f"eval-{name}"),
+                 "--no-progress"]) == 0
     return json.loads((tmp / f"eval-{name}" / "results.json").read_text())["metrics"]["pass@1"]
 
 

@@ -42,7 +42,7 @@ def verdicts_of(plugins, tmp_path, data, samples, executor, options) -> dict:
     # The one sample meant to time out (an endless loop) still does, on its first test.
     evaluate(plugins, EvaluateConfig(benchmark="humaneval+", data=str(data), samples=str(samples), out=str(out),
                                      executor=executor, executor_options=options, workers=2, progress=False,
-                                     min_time_limit=6.0, gt_time_limit_factor=20.0))
+                                     min_time_limit=6.0, gt_time_limit_factor=20.0, limit=TASKS))
     rows = {}
     for line in (out / "verdicts.jsonl").read_text().splitlines():
         v = json.loads(line)

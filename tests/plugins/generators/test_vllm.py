@@ -43,7 +43,7 @@ def test_vllm_generates_code_that_evaluate_scores_and_repeats_with_the_same_seed
     assert [r["raw"] for r in sorted(rows, key=key)] == [r["raw"] for r in sorted(outs[1], key=key)]
     env = json.loads((tmp_path / "a" / "environment.json").read_text())
     assert env["generator"]["name"] == "vllm" and env["generator"]["chat_template"] == "tokenizer"
-    codea1("evaluate", "--benchmark", "demo", "--samples", str(tmp_path / "a" / "samples.jsonl"),
+    codea1("evaluate", "--benchmark", "demo", "--samples", str(tmp_path / "a" / "samples.jsonl"), "--limit", "4",
            "--out", str(tmp_path / "eval"), "--no-progress")
     scored = json.loads((tmp_path / "eval" / "results.json").read_text())
     assert scored["counts"]["samples"] == 12 and scored["counts"]["sandbox_error"] == 0
