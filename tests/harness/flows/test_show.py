@@ -46,7 +46,7 @@ def test_show_an_evaluate_run(runs):
     results = json.loads((runs / "evaluate" / "results.json").read_text())
     lines = done.stdout.splitlines()
     assert lines[0] == "evaluate: evaluate, complete"
-    assert "  benchmark    demo, all tasks" in lines and "  k            1" in lines
+    assert "  benchmark    demo" in lines and "tasks: 12 of 12" in lines and "  k            1" in lines
     assert "  limits       a test's time max(1.0 s, 4.0 x the reference's), memory 4096 MB" in lines
     assert "verdicts: pass 12, fail 5, timeout 1, error 1" in lines
     assert any(line.startswith("  pass@1") and f"{100 * results['metrics']['pass@1']:6.2f}%" in line for line in lines)
