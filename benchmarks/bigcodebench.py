@@ -1,14 +1,17 @@
 """Benchmark ``bigcodebench``: BigCodeBench through bigcodebench' own loader.
 
 Options: ``split`` complete|instruct (which prompt generators see; samples are judged the
-same way), ``subset`` full|hard. ``--data PATH`` sets BIGCODEBENCH_OVERRIDE_PATH; with
-``subset=hard`` the path must be the Hard file (bigcodebench' loader reads the override file
-as it is). Without a path bigcodebench downloads as usual.
+same way), ``subset`` full|hard. ``--data PATH`` sets BIGCODEBENCH_OVERRIDE_PATH, and
+bigcodebench' loader reads that file as it is, whatever the subset: so the file is checked
+against the subset (``check_subset``): ``subset=hard`` needs the Hard file (148 tasks,
+BigCodeBench-Hard-*.jsonl), and the Hard file is not scored as the full set. Without a path
+bigcodebench downloads the subset's own file.
 
 Each task's unittest ``TestCases`` class runs in the solution's own module namespace, as
-bigcodebench does. A task whose libraries are not importable here is reported as
-"skipped: missing library X", never as a failure; so is a task whose reference solution
-fails in this environment (e.g. it needs to spawn processes or reach the network).
+bigcodebench does. A task whose libraries are not importable here is "skipped: missing
+library X"; so is a task whose reference solution fails in this environment (e.g. it needs to
+reach the network). A skipped task counts as a failure in the figures, as bigcodebench counts
+it (``evaluate --exclude-skipped`` leaves it out, labelled).
 Where every check of the class can be rewritten (harness.script_tests), the class reports
 values and the parent judges them (``judged="parent"``); otherwise its assertions run inside
 the sandbox, next to the code under test (``judged="in-process"``), where a program that
@@ -69,6 +72,8 @@ class BigCodeBench(Benchmark):
         except Exception as exc:
             raise BenchmarkError(f"{data or 'bigcodebench download'}: bigcodebench could not load the data: "
                                  f"{type(exc).__name__}: {exc}") from exc
+        if data:
+            check_subset(data, len(raw), self.options.subset)
         problems = []
         for task_id, task in raw.items():
             try:
@@ -88,6 +93,23 @@ class BigCodeBench(Benchmark):
         if "solution" in record:
             return record["solution"]
         return problem.metadata["complete_prompt"] + record["completion"]
+
+
+# BigCodeBench-Hard (v0.1.x): 148 of the full set's 1,140 tasks.
+FULL_TASKS, HARD_TASKS = 1140, 148
+
+
+def check_subset(data: str, tasks: int, subset: str) -> None:
+    """The --data file is the subset's: a Hard file is named so (bigcodebench' own name,
+    BigCodeBench-Hard-v0.1.4.jsonl) or holds Hard's 148 tasks; the full file holds all 1,140."""
+    hard = "hard" in os.path.basename(data).lower() or tasks == HARD_TASKS
+    if subset == "hard" and (tasks >= FULL_TASKS or not hard):
+        raise BenchmarkError(f"--data {data}: holds {tasks} tasks, not BigCodeBench-Hard ({HARD_TASKS} tasks, "
+                             f"BigCodeBench-Hard-*.jsonl): with subset=hard pass the Hard file, or subset=full "
+                             f"for this one")
+    if subset == "full" and hard and tasks < FULL_TASKS:
+        raise BenchmarkError(f"--data {data}: the Hard file ({tasks} tasks), read as the full set: pass "
+                             f"--benchmark-opt subset=hard")
 
 
 # The README's install line: bigcodebench declares vllm as a hard dependency, so it goes in

@@ -9,6 +9,12 @@ evaluation flow caches them), and compared here with evalplus' rules: exact matc
 special oracles (HumanEval/32 by polynomial root, several MBPP tasks by set equality,
 ``is not None``, or a reference formula).
 
+Options, evalplus' flags of the same names (``evaluate --base-only`` / ``--mini`` set them):
+``base_only`` keeps the base tests only (the original HumanEval / MBPP inputs), as
+``evalplus.evaluate --base-only`` runs them; ``mini`` reads the Mini data set (evalplus'
+``HumanEvalPlus-Mini-*.jsonl.gz``: the same tasks with fewer plus inputs), the file beside
+``--data`` (or ``--data`` itself when it names one), downloaded by evalplus without ``--data``.
+
 The comparison runs in the trusted parent on plain data, so a returned object whose
 ``__eq__`` always answers True fails here, where evalplus (which compares in the child)
 passes it.
@@ -16,20 +22,40 @@ passes it.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 import os
+import re
 import sys
 import types
+from dataclasses import dataclass
 from typing import Any
 
-from codea1.harness.benchmark import Benchmark, BenchmarkError
+from codea1.harness.benchmark import Benchmark, BenchmarkError, BenchmarkOptions
 from codea1.harness.jsonl import first_row, json_records
 from codea1.harness.judge import Checker, short_repr
 from codea1.harness.records import Problem, TestCase
 
 
-def load_evalplus_problems(dataset: str, data: str | None) -> dict[str, dict]:
+def mini_file(dataset: str, data: str) -> str:
+    """The Mini data file that goes with ``data``: itself when its name says Mini, else the
+    file of evalplus' Mini name beside it (HumanEvalPlus-v0.1.10.jsonl.gz ->
+    HumanEvalPlus-Mini-v0.1.10.jsonl.gz). One line when it is not there."""
+    folder, name = os.path.split(data)
+    if "-Mini" in name:
+        return data
+    release = {"humaneval": "HumanEvalPlus", "mbpp": "MbppPlus"}[dataset]
+    mini_name, n = re.subn(rf"^{release}(?=[-.])", f"{release}-Mini", name)
+    where = os.path.join(folder, mini_name) if n else os.path.join(folder or ".", f"{release}-Mini-<version>.jsonl.gz")
+    if not n or not os.path.isfile(where):
+        note = "" if dataset == "humaneval" else " (evalplus publishes no MBPP+ Mini)"
+        raise BenchmarkError(f"--mini: the {dataset}+ Mini data is not here: expected {where}, beside --data "
+                             f"{data}, or --data naming a {release}-Mini-*.jsonl.gz file{note}")
+    return where
+
+
+def load_evalplus_problems(dataset: str, data: str | None, mini: bool = False) -> dict[str, dict]:
     env_var, module_name, getter, prefix = {
         "humaneval": ("HUMANEVAL_OVERRIDE_PATH", "evalplus.data.humaneval", "get_human_eval_plus", "HumanEval/"),
         "mbpp": ("MBPP_OVERRIDE_PATH", "evalplus.data.mbpp", "get_mbpp_plus", "Mbpp/"),
@@ -47,9 +73,19 @@ def load_evalplus_problems(dataset: str, data: str | None) -> dict[str, dict]:
     if data:
         # evalplus reads the variable at import time; set it again for a module imported earlier.
         setattr(module, env_var, os.path.abspath(data))
+    if mini and not data and dataset == "mbpp":
+        raise BenchmarkError("--mini: evalplus publishes no MBPP+ Mini data set (its loader refuses mini=True); "
+                             "--data may name a MbppPlus-Mini-*.jsonl.gz file")
     try:
-        return getattr(module, getter)()
+        return getattr(module, getter)(mini=mini) if mini and not data else getattr(module, getter)()
     except Exception as exc:
+        if mini and not data:
+            from evalplus.data.utils import get_dataset_metadata
+
+            url, cache = get_dataset_metadata("HumanEvalPlus", module.HUMANEVAL_PLUS_VERSION, True)
+            raise BenchmarkError(f"--mini: the humaneval+ Mini data is not here ({cache}) and evalplus could not "
+                                 f"download it from {url}: {type(exc).__name__}: {exc}; or pass --data "
+                                 f"HumanEvalPlus-Mini-*.jsonl.gz") from exc
         if data:
             json_records(data, BenchmarkError)  # a bad line: named in the file, not at evalplus' column
             if "BOM" in str(exc):
@@ -149,13 +185,13 @@ class EvalplusChecker(Checker):
         return False, f"got {short_repr(out)}, expected {short_repr(exp)}"
 
 
-def _dataset_hash(dataset: str) -> str:
+def _dataset_hash(dataset: str, mini: bool = False) -> str:
     """evalplus' hash of the data file in use (its override path when --data was given)."""
     if dataset == "humaneval":
         from evalplus.data import get_human_eval_plus_hash as data_hash
     else:
         from evalplus.data import get_mbpp_plus_hash as data_hash
-    return data_hash()
+    return data_hash(mini=True) if mini else data_hash()
 
 
 @functools.lru_cache(maxsize=1)
@@ -167,14 +203,28 @@ def _evalplus_parts():
     return np, is_floats, oracle
 
 
+@dataclass
+class EvalplusOptions(BenchmarkOptions):
+    base_only: bool = False  # evalplus' --base-only: the base tests only
+    mini: bool = False  # evalplus' --mini: the Mini data set
+
+
 class EvalplusBenchmark(Benchmark):
     """Base of humaneval+ and mbpp+; subclasses set ``name`` and ``dataset``."""
 
     dataset = ""
+    Options = EvalplusOptions
     reference_failure_policy = "drop_test"  # an input the reference cannot handle has no expected output
 
     def load(self) -> list[Problem]:
-        return problems_from_evalplus(load_evalplus_problems(self.dataset, self.options.data), self.dataset)
+        data, mini = self.options.data, self.options.mini
+        if mini and data:
+            data = mini_file(self.dataset, data)
+        problems = problems_from_evalplus(load_evalplus_problems(self.dataset, data, mini), self.dataset)
+        if self.options.base_only:
+            problems = [dataclasses.replace(p, tests=[t for t in p.tests if t.id.startswith("base/")])
+                        for p in problems]
+        return problems
 
     def checker(self, problem: Problem) -> Checker:
         return EvalplusChecker(self.dataset, problem.entry_point, problem.metadata.get("atol", 0.0))
@@ -187,21 +237,28 @@ class EvalplusBenchmark(Benchmark):
         base_status, plus_status and the failing inputs. Plus tests are not run once a base
         test failed (early stop), so such a sample's plus_status is "fail": evalplus' own
         scripts count base+plus passes as ``base_status == plus_status == "pass"``, which
-        stays exact."""
+        stays exact. With ``evaluate --test-details`` (no early stop) every failing input
+        the verdict holds is listed, and plus_status is the plus tests' own; with
+        ``base_only`` plus_status is null, as evalplus writes it."""
         from datetime import datetime
 
-        document = {"date": datetime.now().strftime("%Y-%m-%d %H:%M"), "hash": _dataset_hash(self.dataset),
-                    "eval": {}}
+        document = {"date": datetime.now().strftime("%Y-%m-%d %H:%M"),
+                    "hash": _dataset_hash(self.dataset, self.options.mini and not self.options.data), "eval": {}}
         for sample, verdict in zip(samples, verdicts):
             tests = {t.id: t for t in problems[sample.task_id].tests}
-            failed = (verdict.first_failure or {}).get("test", "")
+            failed = [tv.id for tv in verdict.tests if tv.status in ("fail", "timeout")]
+            first = (verdict.first_failure or {}).get("test", "")
+            if first and first not in failed:  # e.g. not run: the program died on it
+                failed.insert(0, first)
 
-            def status(group: str) -> str:
+            def status(group: str) -> str | None:
+                if not any(t.startswith(group + "/") for t in tests):
+                    return None  # --base-only: no plus test was run
                 value = verdict.groups.get(group) or ("fail" if verdict.status != "pass" else "pass")
                 return value if value in ("pass", "fail", "timeout") else "fail"
 
             def fail_tests(group: str) -> list:
-                return [tests[failed].args] if failed.startswith(group + "/") and failed in tests else []
+                return [tests[t].args for t in failed if t.startswith(group + "/") and t in tests]
 
             document["eval"].setdefault(sample.task_id, []).append(
                 {"task_id": sample.task_id, "solution": sample.code, "base_status": status("base"),

@@ -74,8 +74,8 @@ class Benchmark:
         return value
 
     def missing_libraries(self, problem: Problem) -> list[str]:
-        """Libraries the task imports that this environment lacks: such tasks are reported
-        as skipped, never as failures."""
+        """Libraries the task imports that this environment lacks: such tasks are skipped,
+        with the reason, and count as failures unless ``evaluate --exclude-skipped``."""
         missing = []
         for lib in problem.libs:
             top = lib.split(".")[0]

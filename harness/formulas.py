@@ -87,7 +87,10 @@ def test_pass_at_k(records: Mapping[str, "TaskRecord"], k: int) -> MetricValue:
     if not records:
         return MetricValue(None, note="no task")
     per_task = {t: sum(r.valid[:k]) / k for t, r in records.items()}
-    return MetricValue(sum(per_task.values()) / len(per_task), per_task)
+    short = [t for t, r in records.items() if len(r.valid) < k]
+    note = f"{len(short)} task(s) have fewer than {k} tests, e.g. {short[0]}: the missing count as invalid" \
+        if short else ""
+    return MetricValue(sum(per_task.values()) / len(per_task), per_task, note)
 
 
 test_pass_at_k.__test__ = False  # a formula, not a pytest test

@@ -80,7 +80,10 @@ def codea1_register_generators(registry: "Registry") -> None:
 def codea1_register_metrics(registry: "Registry") -> None:
     """Add metric classes: subclasses of ``codea1.api.CodeMetric`` (pure functions of each
     task's sample verdicts: pass@k, avg@k) or of ``codea1.api.TestMetric`` (pure functions of
-    ``TaskRecord``s: test-pass@k, mut@k, coverage@k, Mul). Not firstresult."""
+    ``TaskRecord``s: test-pass@k, mut@k, coverage@k, Mul). A class's ``order`` places its
+    figure among the others of its kind (the built-in headline figures are 0 to 31; the
+    default, 100, prints after them); ``at_n = True`` computes it once, at k = the samples
+    each task has, instead of at each ``--k``. Not firstresult."""
 
 
 @hookspec

@@ -19,7 +19,7 @@ from typing import Mapping, Sequence
 from codea1.harness.formulas import MetricValue
 from codea1.harness.records import TaskRecord
 
-__all__ = ["Metric", "CodeMetric", "TestMetric", "MetricValue"]
+__all__ = ["Metric", "CodeMetric", "TestMetric", "MetricValue", "in_order"]
 
 
 class Metric:
@@ -28,9 +28,21 @@ class Metric:
 
     name = ""
     description = ""
+    # Where the figure is printed among the others of its kind (lower first; ties by name):
+    # the paper's headline figures first, a third-party metric after the built-in ones.
+    order = 100
+    # True: computed once, at k = n (the samples a task has, the paper's avg@32 with n = 32),
+    # instead of at each --k.
+    at_n = False
 
     def label(self, k: int) -> str:
         return self.name.replace("@k", f"@{k}")
+
+
+def in_order(plugins, kind: type) -> list[Metric]:
+    """The metric plugins of ``kind`` (CodeMetric, TestMetric), created, in printing order."""
+    made = [plugins.metrics.create(name) for name in plugins.metrics.of_type(kind)]
+    return sorted(made, key=lambda m: (m.order, m.name))
 
 
 class CodeMetric(Metric):

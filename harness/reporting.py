@@ -65,6 +65,8 @@ class Table:
         value = self.frame.at[row, column]
         if value is None or (isinstance(value, float) and value != value):
             return ""
+        if isinstance(value, str):  # a word in a metric column ("skipped"): no figure to format
+            return value
         if column not in self.metric_columns:
             if isinstance(value, float):
                 return str(int(value)) if value.is_integer() else f"{value:.4g}"

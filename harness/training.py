@@ -63,6 +63,13 @@ class PolicyBackend:
         so here, not at its first update."""
         return ""
 
+    @classmethod
+    def model_error(cls, options: Any) -> str:
+        """Why the model these options name cannot be loaded on this machine without a
+        network (a checkpoint directory that is not there, a hub name not in the local cache),
+        or "" when it can. ``codea1 train --dry-run`` checks it, loading nothing."""
+        return ""
+
     def __init__(self, options: Any = None, *, seed: int = 0):
         self.options = options
         self.seed = seed

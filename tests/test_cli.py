@@ -20,7 +20,8 @@ def test_demo_evaluate_prints_a_table_and_resumes(tmp_path):
     first = codea1("evaluate", "--benchmark", "demo", "--out", str(out), "--k", "1", env=cache)
     assert first.returncode == 0, first.stderr
     assert "pass@1" in first.stdout and "demo/9" in first.stdout and "timeout" in first.stdout
-    assert "70.83%" in first.stdout and "first k samples" in first.stdout  # percentages, and what avg@k counts
+    assert "70.83%" in first.stdout and "unbiased pass@k over all samples" in first.stdout  # what pass@1 counts
+    assert "avg@" not in first.stdout  # 1 or 2 samples a task: no avg@n (the first sample alone is not it)
     bars = [line.split(":")[0].strip() for line in first.stderr.replace("\r", "\n").splitlines() if "|" in line]
     assert set(bars) == {"reference", "evaluate"}  # one progress bar per stage
     assert "12/12" in first.stderr  # the reference bar counts the references it runs
@@ -167,7 +168,11 @@ def test_evalplus_time_and_memory_knobs_change_verdicts_and_are_recorded(tmp_pat
 
     # verdicts under other limits are not mixed into one run, and a limit must be positive
     mixed = codea1(*base, "--out", str(tmp_path / "tuned"))
-    assert mixed.returncode == 2 and "'min_time_limit' was 60.0, now None" in mixed.stderr
+    assert mixed.returncode == 2 and "min_time_limit" in mixed.stderr and "60.0" in mixed.stderr, mixed.stderr
+    # ... but the benchmark's own values given explicitly are the same run as none given (resumed)
+    explicit = codea1(*base, "--min-time-limit", "1", "--gt-time-limit-factor", "4", "--memory-mb", "4096",
+                      "--out", str(tmp_path / "default"))
+    assert explicit.returncode == 0 and "(resumed 2)" in explicit.stdout, explicit.stderr
     zero = codea1(*base, "--min-time-limit", "0", "--out", str(tmp_path / "zero"))
     assert zero.returncode == 2 and "--min-time-limit 0.0: expected a positive number" in zero.stderr
     assert not (tmp_path / "zero").exists()
@@ -356,8 +361,123 @@ def test_a_partial_samples_file_is_refused_then_scored_as_partial_everywhere(tmp
     made = codea1("report", str(whole), str(partial), "--out", str(tmp_path / "r"), "--format", "md")
     assert made.returncode == 0, made.stderr
     md = (tmp_path / "r" / "report.md").read_text()
-    assert "| whole | 100.00 | 70.83 |" in md and "| partial | 100.00‡ | 100.00‡ |" in md  # marked, not ranked
+    assert "| whole | 70.83 |" in md and "| partial | 100.00‡ |" in md  # marked, not ranked
     assert f"{partial}: a partial run (2 of 12 tasks)" in md
     strict = codea1("report", str(whole), str(partial), "--strict", "--out", str(tmp_path / "s"))
     assert strict.returncode == 2 and "their figures are not comparable (--strict)" in strict.stderr
     assert not (tmp_path / "s").exists()
+
+
+def bigcodebench_slice(path, libs: dict[str, str]) -> list[dict]:
+    """BigCodeBench/0 and /1 from the shared file, written to ``path``; ``libs`` replaces a
+    task's 'libs' field (a library this environment lacks makes the task skipped)."""
+    rows = []
+    with gzip.open(shared_file("bigcodebench", "BigCodeBench-v0.1.0.jsonl.gz"), "rt") as fh:
+        for line in fh:
+            row = json.loads(line)
+            if row["task_id"] in ("BigCodeBench/0", "BigCodeBench/1"):
+                rows.append({**row, "libs": libs.get(row["task_id"], row["libs"])})
+            if len(rows) == 2:
+                break
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return rows
+
+
+@pytest.mark.data
+@pytest.mark.long  # three commands that each load bigcodebench and its libraries
+def test_a_skipped_bigcodebench_task_is_a_failure_with_its_reason_and_never_a_figure(tmp_path):
+    """Issue 34: a task whose library is missing counts as a failure (as bigcodebench counts
+    it), with its reason in the summary and results.json; --exclude-skipped keeps the scored-
+    only figure, labelled; the report's per-task table says "skipped", never 0.00."""
+    data = tmp_path / "BigCodeBench-two.jsonl"
+    rows = bigcodebench_slice(data, {"BigCodeBench/1": "['codea1_no_such_library', 'random']"})
+    samples = tmp_path / "s.jsonl"
+    samples.write_text("".join(json.dumps({"task_id": r["task_id"], "solution": r["complete_prompt"] + "\n" +
+                                           r["canonical_solution"]}) + "\n" for r in rows))
+    base = ["evaluate", "--benchmark", "bigcodebench", "--data", str(data), "--samples", str(samples), "--no-progress"]
+    run = codea1(*base, "--out", str(tmp_path / "run"))
+    assert run.returncode == 0, run.stderr[-2000:]
+    lines = run.stdout.splitlines()
+    assert "tasks: 2 of 2; 1 skipped task(s) counted as failures (--exclude-skipped leaves them out)" in lines
+    assert "  pass@1              50.00%   (unbiased pass@k over all samples; = avg@1)" in lines
+    assert "  BigCodeBench/1: skipped: missing library codea1_no_such_library" in lines
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert results["tasks"]["BigCodeBench/1"]["skipped"] == "skipped: missing library codea1_no_such_library"
+    assert results["metrics"]["pass@1"] == 0.5 and results["coverage"]["skipped_count_as"] == "failures"
+
+    scored = codea1(*base, "--exclude-skipped", "--out", str(tmp_path / "scored"))
+    assert scored.returncode == 0, scored.stderr[-2000:]
+    line = next(x for x in scored.stdout.splitlines() if x.startswith("tasks: "))
+    assert line.startswith("tasks: 1 of 2; PARTIAL: the figures are not the whole benchmark's") and \
+        line.endswith("; 1 skipped task(s) left out of the figures (--exclude-skipped)"), line
+    assert "  pass@1             100.00%   (unbiased pass@k over all samples; = avg@1)" in scored.stdout.splitlines()
+
+    made = codea1("report", str(tmp_path / "run"), "--out", str(tmp_path / "r"), "--format", "md,csv")
+    assert made.returncode == 0, made.stderr
+    md = (tmp_path / "r" / "report.md").read_text()
+    assert "| BigCodeBench/0 | 100.00 |" in md and "| BigCodeBench/1 | skipped |" in md
+    assert (f"{tmp_path / 'run'}: 1 task(s) skipped, counted as failures (BigCodeBench/1: skipped: missing library "
+            f"codea1_no_such_library)") in md
+    per_task = (tmp_path / "r" / "tasks-bigcodebench.csv").read_text().splitlines()
+    assert "BigCodeBench/1,complete,skipped,," in per_task and "BigCodeBench/0,complete,1.0,," in per_task
+
+
+@pytest.mark.data
+def test_bigcodebench_subset_is_checked_against_the_data(tmp_path):
+    """Issue 34: subset=hard with the full file is refused (not a "hard" score over 1,140
+    tasks); the Hard file is recognised, and refused as the full set."""
+    full = shared_file("bigcodebench", "BigCodeBench-v0.1.0.jsonl.gz")
+    one_line_error(codea1("tasks", "--benchmark", "bigcodebench", "--data", str(full), "--benchmark-opt", "subset=hard"),
+                   f"--data {full}: holds 1140 tasks, not BigCodeBench-Hard (148 tasks, BigCodeBench-Hard-*.jsonl): "
+                   f"with subset=hard pass the Hard file, or subset=full for this one")
+    hard = tmp_path / "BigCodeBench-Hard-v0.1.4.jsonl"
+    bigcodebench_slice(hard, {})
+    listed = codea1("tasks", "--benchmark", "bigcodebench", "--data", str(hard), "--benchmark-opt", "subset=hard")
+    assert listed.returncode == 0 and "BigCodeBench/1" in listed.stdout, listed.stderr
+    one_line_error(codea1("tasks", "--benchmark", "bigcodebench", "--data", str(hard)),
+                   f"--data {hard}: the Hard file (2 tasks), read as the full set: pass --benchmark-opt subset=hard")
+
+
+def test_the_headline_puts_pass_at_1_first_and_avg_at_n_beside_it(tmp_path):
+    """Issue 34: pass@k first, in k order; avg@k at k = n (the paper's avg@32), named beside
+    pass@1 when it equals it, never the first sample alone; results.json in the same order."""
+    from codea1.benchmarks.demo.problems import PROBLEMS
+
+    samples = tmp_path / "s.jsonl"
+    wrong = "def digit_sum(n):\n    return 0\n"
+    samples.write_text("".join(json.dumps({"task_id": "demo/0", "solution": s}) + "\n"
+                               for s in (PROBLEMS[0]["solution"], wrong, wrong)))
+    run = codea1("evaluate", "--benchmark", "demo", "--tasks", "demo/0", "--samples", str(samples), "--k", "2,1",
+                 "--no-progress", "--out", str(tmp_path / "run"))
+    assert run.returncode == 0, run.stderr
+    figures = [line for line in run.stdout.splitlines() if "%" in line]
+    assert figures == ["  pass@1              33.33%   (unbiased pass@k over all samples; = avg@3)",
+                       "  pass@2              66.67%   (unbiased pass@k over all samples)"]
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert list(results["metrics"]) == ["pass@1", "pass@2", "avg@3"] and results["metric_same"] == {"avg@3": "pass@1"}
+    shown = codea1("show", str(tmp_path / "run"))
+    assert "= avg@3" in shown.stdout and "avg@1" not in shown.stdout
+
+
+def test_evaluate_tests_notes_short_suites_and_eligible_tasks_in_the_papers_order(tmp_path):
+    """Issue 34: a task with 3 tests at k = 5 is noted (its 2 missing tests count as
+    invalid, the paper's test accuracy); mut@k says over how many tasks; metrics in the
+    paper's order (test-pass, mut, Mul, coverage), each over its k."""
+    from codea1.benchmarks.demo.problems import PROBLEMS
+
+    tests = tmp_path / "tests.jsonl"
+    palindromes = ["assert is_palindrome('') == True", "assert is_palindrome('Racecar') == True",
+                   "assert is_palindrome('hello') == False", "assert is_palindrome('ab') == False",
+                   "assert is_palindrome('abba') == True"]
+    tests.write_text(json.dumps({"task_id": "demo/0", "tests": PROBLEMS[0]["tests"][:3]}) + "\n" +
+                     json.dumps({"task_id": "demo/1", "tests": palindromes}) + "\n")
+    run = codea1("evaluate-tests", "--benchmark", "demo", "--tasks", "demo/0,demo/1", "--tests", str(tests),
+                 "--k", "5,1", "--no-progress", "--out", str(tmp_path / "run"))
+    assert run.returncode == 0, run.stderr
+    names = [line.split()[0] for line in run.stdout.splitlines() if line.startswith("  ") and "@" in line]
+    assert names == ["test-pass@1", "test-pass@5", "mut@1", "mut@5", "Mul@1", "Mul@5", "coverage@1", "coverage@5",
+                     "branch-coverage@1", "branch-coverage@5"], run.stdout
+    line = next(x for x in run.stdout.splitlines() if x.startswith("  test-pass@5"))
+    assert "80.00%" in line and "1 task(s) have fewer than 5 tests, e.g. demo/0: the missing count as invalid" in line
+    mut5 = next(x for x in run.stdout.splitlines() if x.startswith("  mut@5"))
+    assert "over 1 of 2 tasks" in mut5, mut5  # demo/0 has no 5 valid tests: not eligible at k = 5

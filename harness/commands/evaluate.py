@@ -37,19 +37,25 @@ class EvaluateCommand(Command):
         p.add_argument("--exclude-skipped", action="store_true",
                        help="leave tasks that cannot be judged here (a library missing, the reference failing) out "
                             "of the figures, labelled; by default they count as failures, as bigcodebench counts them")
+        p.add_argument("--test-details", action="store_true",
+                       help="evalplus' --test-details: run every test of every sample instead of stopping at its "
+                            "first failure, and record them (up to 64 failing tests a sample, in verdicts.jsonl and "
+                            "*_eval_results.json); verdicts and pass@k are the same, plus:pass@k "
+                            "then counts the plus tests of samples that failed a base test too (slower)")
 
     def run(self, plugins, args):
         from codea1.harness.flows.evaluate import EvaluateConfig, coverage_line, evaluate, verdict_lines
 
         cfg = EvaluateConfig(**common(args), **limits(args), samples=args.samples, k=args.k,
                              reference_cache=not args.no_reference_cache, dedupe=not args.no_dedupe,
-                             allow_partial=args.allow_partial, exclude_skipped=args.exclude_skipped)
+                             allow_partial=args.allow_partial, exclude_skipped=args.exclude_skipped,
+                             test_details=args.test_details)
         r = evaluate(plugins, cfg)
         print(f"benchmark {r['benchmark']}  samples {r['counts']['samples']}  (resumed {r['resumed']})  "
               f"executor {r['executor']}")
         print(coverage_line(r["coverage"]))
         print("\n".join(verdict_lines(r["counts"])))
-        print_metrics(r["metrics"], r["metric_notes"])
+        print_metrics(r["metrics"], r["metric_notes"], same=r["metric_same"])
         if args.per_task or len(r["tasks"]) <= 40:
             print(f"\n  {'task':<24} {'n':>3} {'pass':>4}  statuses")
             for t, d in r["tasks"].items():

@@ -46,6 +46,7 @@ class EvaluateTestsCommand(Command):
         from codea1.harness.flows.evaluate_tests import (
             GOLDEN,
             EvaluateTestsConfig,
+            count_lines,
             evaluate_tests,
         )
 
@@ -54,6 +55,8 @@ class EvaluateTestsCommand(Command):
                                   allow_other_forms=args.allow_other_forms)
         r = evaluate_tests(plugins, cfg)
         print(f"benchmark {r['benchmark']}  tasks {r['counts']['tasks']}  tests {args.tests}")
+        for line in count_lines(r["counts"])[1:]:  # the first, the task count, is on the line above
+            print(line)
         print_metrics(r["metrics"], r["metric_notes"], width=22)
         if args.tests == GOLDEN and r.get("golden_note"):
             print(f"\n  note: {r['golden_note']}")

@@ -11,8 +11,8 @@ from codea1.harness.registry import OptionError
 
 # What each figure means, printed beside it.
 METRIC_NOTES = {
-    "avg@k": "mean pass rate of each task's first k samples",
     "pass@k": "unbiased pass@k over all samples",
+    "avg@k": "mean pass rate of each task's first k samples",
     "test-pass@k": "valid tests among the first k, over tasks x k",
     "mut@k": "mutants killed by the first k tests, eligible tasks",
     "Mul@k": "test-pass@k x mut@k",
@@ -43,10 +43,36 @@ def task_list(text: str) -> list[str]:
     return [t.strip() for t in text.split(",") if t.strip()]
 
 
+# evalplus' --dataset names, and the benchmark of ours that reads the same data
+EVALPLUS_DATASETS = {"humaneval": "humaneval+", "mbpp": "mbpp+"}
+
+
+def evalplus_dataset(text: str) -> str:
+    if text not in EVALPLUS_DATASETS:
+        raise argparse.ArgumentTypeError(f"--dataset {text!r}: evalplus' datasets are humaneval and mbpp "
+                                         f"(--benchmark humaneval+ / mbpp+); name any other benchmark with --benchmark")
+    return EVALPLUS_DATASETS[text]
+
+
 def benchmark_flags(p: argparse.ArgumentParser, help: str) -> None:
-    p.add_argument("--benchmark", required=True, help=help)
+    """The benchmark and its options. evalplus' flags are accepted where they mean the same:
+    ``--dataset humaneval|mbpp`` is ``--benchmark humaneval+|mbpp+``, and ``--base-only`` and
+    ``--mini`` are spellings of ``--benchmark-opt base_only=true`` / ``mini=true`` (options of
+    humaneval+ and mbpp+; another benchmark refuses them as unknown options)."""
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--benchmark", help=help)
+    which.add_argument("--dataset", dest="benchmark", type=evalplus_dataset, metavar="{humaneval,mbpp}",
+                       help="evalplus' name for the benchmark: humaneval is --benchmark humaneval+, mbpp is "
+                            "--benchmark mbpp+")
     p.add_argument("--data", help="benchmark data file or directory (default: the benchmark's own loader)")
     p.add_argument("--benchmark-opt", action="append", default=[], metavar="KEY=VALUE", help="benchmark option")
+    p.add_argument("--base-only", dest="benchmark_opt", action="append_const", const="base_only=true",
+                   help="evalplus' --base-only: only the base tests (the original HumanEval / MBPP inputs) are run "
+                        "and scored, not the plus tests (= --benchmark-opt base_only=true; humaneval+, mbpp+)")
+    p.add_argument("--mini", dest="benchmark_opt", action="append_const", const="mini=true",
+                   help="evalplus' --mini: the Mini data set (HumanEvalPlus-Mini-*.jsonl.gz, fewer plus tests): "
+                        "--data's Mini sibling, or the file --data names when it is one (= --benchmark-opt "
+                        "mini=true; humaneval+; evalplus publishes no MBPP+ Mini)")
     p.add_argument("--tasks", type=task_list, metavar="ID,...", help="these tasks only (see `codea1 tasks`)")
     p.add_argument("--limit", type=int, metavar="N", help="the first N tasks only")
 
@@ -54,7 +80,8 @@ def benchmark_flags(p: argparse.ArgumentParser, help: str) -> None:
 def executor_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--executor", default="subprocess", help="executor name (default: subprocess)")
     p.add_argument("--executor-opt", action="append", default=[], metavar="KEY=VALUE", help="executor option")
-    p.add_argument("--workers", type=int, help="parallel sandbox workers (default: all cores)")
+    p.add_argument("--workers", "--parallel", type=int,
+                   help="parallel sandbox workers (default: all cores); --parallel is evalplus' name for it")
 
 
 def limit_flags(p: argparse.ArgumentParser) -> None:
@@ -95,12 +122,20 @@ def percent(x: float | None) -> str:
     return "   n/a " if x is None else f"{100 * x:6.2f}%"
 
 
-def print_metrics(metrics: dict, notes: dict, width: int = 18) -> None:
+def print_metrics(metrics: dict, notes: dict, width: int = 18, same: dict | None = None) -> None:
     """One line per metric: its value and what it means, or n/a and why; a note on a metric
-    that has a value (what was left out) goes on the same line."""
+    that has a value (what was left out) goes on the same line. A figure in ``same`` (equal
+    to an earlier one: avg@n and pass@1) is named beside that one instead of a line."""
+    same = same or {}
+    aliases: dict[str, list[str]] = {}
+    for label, twin in same.items():
+        aliases.setdefault(twin, []).append(label)
     for name, value in metrics.items():
+        if name in same:
+            continue
         meaning = METRIC_NOTES.get(name.split(":")[-1].split("@")[0] + "@k", "")
-        said = "; ".join(x for x in (meaning if value is not None else "", notes.get(name, "")) if x)
+        also = "; ".join(f"= {a.split(':')[-1]}" for a in aliases.get(name, []))
+        said = "; ".join(x for x in (meaning if value is not None else "", notes.get(name, ""), also) if x)
         print(f"  {name:<{width}} {percent(value)}" + (f"   ({said})" if said else ""))
     for name, note in notes.items():
         if name not in metrics:

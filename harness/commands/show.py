@@ -33,7 +33,8 @@ class ShowCommand(Command):
         for line in r["lines"]:
             print(line)
         if r["metrics"] or r["metric_notes"]:
-            print_metrics(r["metrics"], r["metric_notes"], width=max(map(len, r["metrics"] or [""]), default=0) + 2)
+            print_metrics(r["metrics"], r["metric_notes"], width=max(map(len, r["metrics"] or [""]), default=0) + 2,
+                          same=r.get("metric_same"))
         return 0
 
 

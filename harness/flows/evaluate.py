@@ -24,7 +24,7 @@ from codea1.harness.errors import ConfigError
 from codea1.harness.execution import batch_timeout, stream_jobs
 from codea1.harness.expected import settle_expected_sources
 from codea1.harness.judge import RECHECK, ReplayChecker, judge
-from codea1.harness.metrics import CodeMetric
+from codea1.harness.metrics import CodeMetric, in_order
 from codea1.harness.progress import stage_bar
 from codea1.harness.records import (
     PASS,
@@ -49,11 +49,22 @@ class EvaluateConfig(LimitedRunConfig):
     dedupe: bool = True  # run identical programs of a task once and share the verdict
     allow_partial: bool = False  # score a samples file that lacks some of the selected tasks (labelled partial)
     exclude_skipped: bool = False  # leave skipped tasks out of the figures (labelled) instead of failing them
+    # evalplus' --test-details: no early stop, every test of every sample runs and is recorded
+    # (a verdict keeps up to 64 that did not pass). Verdicts and pass@k are the same either
+    # way; the plus tests of a sample that failed a base test run too, so plus:pass@k counts
+    # the plus group on its own, as evalplus' plus_status does
+    test_details: bool = False
 
     COMMAND = "evaluate"
     ROWS = "verdicts.jsonl"
-    IDENTITY = ("benchmark", "samples", "data", "benchmark_options", "min_time_limit", "gt_time_limit_factor",
-                "memory_mb")
+    # "limits": the values used, so an option given at its default is the same run as none
+    IDENTITY = ("benchmark", "samples", "data", "benchmark_options", "limits", "test_details")
+
+    def record(self) -> dict[str, Any]:
+        record = super().record()
+        if not self.test_details:  # absent, as in the run directories made before it existed
+            del record["test_details"]
+        return record
 
 
 @dataclass
@@ -148,7 +159,8 @@ def coverage_line(cov: dict[str, Any]) -> str:
         notes.append("PARTIAL: the figures are not the whole benchmark's"
                      + (f" (chosen with {', '.join(cov['selected_by'])})" if cov["selected_by"] else ""))
     if cov["skipped"]:
-        notes.append(f"{cov['skipped']} skipped task(s) " + ("counted as failures" if cov["skipped_count_as"] == "failures"
+        notes.append(f"{cov['skipped']} skipped task(s) " + ("counted as failures (--exclude-skipped leaves them out)"
+                                                             if cov["skipped_count_as"] == "failures"
                                                              else "left out of the figures (--exclude-skipped)"))
     return line + ("; " + "; ".join(notes) if notes else "")
 
@@ -249,7 +261,7 @@ def sample_jobs(run: Run, cfg: EvaluateConfig, todo: list[CodeSample], prepared:
         p = prep.problem
         jobs[job_id] = (s, ExecJob(job_id=job_id, code=s.code, tests=p.tests, entry_point=p.entry_point,
                                    prelude=p.prelude, time_limits=prep.limits, batch_timeout=batch_timeout(prep.limits),
-                                   memory_mb=bench.memory_mb, fail_fast=True,
+                                   memory_mb=bench.memory_mb, fail_fast=not cfg.test_details,
                                    large_output="digest" if bench.reference_expected(p) else "value"))
     return jobs, copies
 
@@ -307,16 +319,17 @@ def judge_stage(run: Run, cfg: EvaluateConfig, todo: list[CodeSample], prepared:
         # keeps one worker busy after the others ran out of work (HumanEval/139: 3.7 s).
         cost = {t: sum(p.ref.times) for t, p in prepared.items()}
         ordered = sorted((j for _, j in jobs.values()), key=lambda j: -cost[jobs[j.job_id][0].task_id])
-        stream_jobs(run.executor, ordered, on_result=landed, early_stop=settled_failure)
+        stop = None if cfg.test_details else settled_failure
+        stream_jobs(run.executor, ordered, on_result=landed, early_stop=stop)
         if recheck:  # large outputs whose digest differed: judge them on full values
-            stream_jobs(run.executor, recheck, on_result=landed, early_stop=settled_failure)
+            stream_jobs(run.executor, recheck, on_result=landed, early_stop=stop)
     return {"evaluate_s": time.perf_counter() - t0, "executed_programs": len(jobs), "rechecked_samples": len(recheck)}
 
 
 def summarise(run: Run, cfg: EvaluateConfig, samples: list[CodeSample], log: VerdictLog, skipped: dict[str, str],
               reference_failures: dict, timing: dict) -> dict[str, Any]:
     verdicts = log.of(samples)
-    metrics, notes, per_task = compute_metrics(run.plugins, verdicts, cfg.k, skipped_fail=not cfg.exclude_skipped)
+    metrics, notes, per_task, same = compute_metrics(run.plugins, verdicts, cfg.k, skipped_fail=not cfg.exclude_skipped)
     counts = {status: 0 for status in VERDICT_STATUSES}
     for v in verdicts:
         counts[v.status] = counts.get(v.status, 0) + 1
@@ -336,7 +349,7 @@ def summarise(run: Run, cfg: EvaluateConfig, samples: list[CodeSample], log: Ver
         if task_id in skipped:
             tasks[task_id]["skipped"] = skipped[task_id]
     return {"benchmark": cfg.benchmark, "samples": run.store.config["samples"], "executor": cfg.executor,
-            "coverage": task_coverage(run, cfg, samples, skipped), "metrics": metrics, "metric_notes": notes, "counts": {"samples": len(verdicts), **counts},
+            "coverage": task_coverage(run, cfg, samples, skipped), "metrics": metrics, "metric_notes": notes, "metric_same": same, "counts": {"samples": len(verdicts), **counts},
             "resumed": log.resumed, "timing": timing, "skipped_tasks": skipped, "reference_failures": reference_failures, "tasks": tasks}
 
 
@@ -355,8 +368,8 @@ def verdict_lines(counts: dict) -> list[str]:
 
 
 def compute_metrics(plugins, verdicts: list[Verdict], ks: list[int], skipped_fail: bool = True
-                    ) -> tuple[dict[str, float], dict[str, str], dict[str, dict[str, float]]]:
-    """(metrics, notes, per-task figures) from the code-metric plugins. Groups (e.g.
+                    ) -> tuple[dict[str, float], dict[str, str], dict[str, dict[str, float]], dict[str, str]]:
+    """(metrics, notes, per-task figures, same: ``code_metrics``) from the code-metric plugins. Groups (e.g.
     HumanEval+'s base tests) get their own entries, named "<group>:<metric>", when a benchmark
     has more than one group."""
     groups = sorted({g for v in verdicts for g in v.groups})
@@ -368,26 +381,36 @@ def compute_metrics(plugins, verdicts: list[Verdict], ks: list[int], skipped_fai
 
 
 def code_metrics(plugins, outcomes: dict[str, dict[str, list[bool]]], ks: list[int]
-                 ) -> tuple[dict[str, float], dict[str, str], dict[str, dict[str, float]]]:
-    """Every code-metric plugin at every k over ``outcomes`` (a metric-name prefix, "" or
+                 ) -> tuple[dict[str, float], dict[str, str], dict[str, dict[str, float]], dict[str, str]]:
+    """Every code-metric plugin, in printing order, at every k (a metric computed at n: at
+    the number of samples every task has; none where tasks have different numbers) over ``outcomes`` (a metric-name prefix, "" or
     "<group>:", -> task -> pass/fail per sample, in sample order): (metrics, notes on the
-    undefined ones, per-task figures of the unprefixed outcomes). The report computes
-    evalplus results with it too, so both read alike."""
-    metrics, notes, per_task = {}, {}, defaultdict(dict)
+    undefined ones, per-task figures of the unprefixed outcomes, same). ``same`` maps a
+    figure computed at n that equals one before it to that one (avg@n is pass@1 when every
+    task has n samples): the summary prints the first and names the other beside it. The
+    report computes evalplus results with it too, so both read alike."""
+    metrics, notes, per_task, same = {}, {}, defaultdict(dict), {}
     for prefix, by_task in outcomes.items():
-        for name in plugins.metrics.of_type(CodeMetric):
-            metric = plugins.metrics.create(name)
-            for k in ks:
+        # A metric computed at n needs the same n everywhere: with 1 sample here and 2 there,
+        # "the first n" would be the first sample of every task, which is not what it names.
+        sizes = {len(o) for o in by_task.values() if o}
+        for metric in in_order(plugins, CodeMetric):
+            for k in ((list(sizes) if len(sizes) == 1 else []) if metric.at_n else ks):
                 label = prefix + metric.label(k)
                 value = metric.compute(by_task, k)
                 if value.value is None:
                     notes[label] = value.note
                     continue
+                if metric.at_n:
+                    twin = next((m for m, v in metrics.items() if m.startswith(prefix) and ":" not in m[len(prefix):]
+                                 and abs(v - value.value) < 1e-12), None)
+                    if twin is not None:
+                        same[label] = twin
                 metrics[label] = value.value
                 if not prefix:
                     for task, fig in value.per_task.items():
                         per_task[task][label] = fig
-    return metrics, notes, per_task
+    return metrics, notes, per_task, same
 
 
 def sample_outcomes(verdicts: list[Verdict], group: str | None = None, skipped_fail: bool = True

@@ -36,7 +36,7 @@ from codea1.harness.errors import Codea1Error, ConfigError
 from codea1.harness.execution import stream_jobs, time_limits
 from codea1.harness.jsonl import json_rows
 from codea1.harness.judge import judge
-from codea1.harness.metrics import TestMetric
+from codea1.harness.metrics import TestMetric, in_order
 from codea1.harness.parsing import extract_tests
 from codea1.harness.progress import stage_bar
 from codea1.harness.records import ExecJob, Problem, TaskRecord, TestCase
@@ -70,7 +70,7 @@ class EvaluateTestsConfig(LimitedRunConfig):
     COMMAND = "evaluate-tests"
     ROWS = "tasks.jsonl"
     IDENTITY = ("benchmark", "tests", "data", "benchmark_options", "mutant_timeout", "test_timeout", "suite",
-                "allow_other_forms", "min_time_limit", "gt_time_limit_factor", "memory_mb")
+                "allow_other_forms", "limits")  # the limits used: an option at its default changes nothing
 
 
 @dataclass
@@ -325,13 +325,16 @@ def mutants_stage(run: Run, cfg: EvaluateTestsConfig, staged: dict[str, Staged],
 def tests_results(plugins, records: dict[str, TaskRecord], ks: list[int], cfg: EvaluateTestsConfig) -> dict:
     records = dict(sorted(records.items()))  # sums in task order: the same figures, to the last bit, every run
     metrics, notes = {}, {}
-    ordered = [plugins.metrics.create(n) for n in plugins.metrics.of_type(TestMetric)]
-    for k in ks:
-        for metric in ordered:
+    for metric in in_order(plugins, TestMetric):
+        for k in ks:
             value = metric.compute(records, k, task_set=cfg.mut_task_set, largest_k=ks[-1])
             metrics[metric.label(k)] = value.value
-            if value.note:
-                notes[metric.label(k)] = value.note
+            # A figure over some of the tasks says over how many (mut@k: those whose first k
+            # tests are all valid; coverage: where it was measured).
+            counted = f"over {len(value.per_task)} of {len(records)} tasks" \
+                if value.value is not None and 0 < len(value.per_task) < len(records) else ""
+            if value.note or counted:
+                notes[metric.label(k)] = "; ".join(x for x in (counted, value.note) if x)
     per_task = {}
     for t, r in sorted(records.items()):
         per_task[t] = {
@@ -350,6 +353,18 @@ def tests_results(plugins, records: dict[str, TaskRecord], ks: list[int], cfg: E
             "counts": {"tasks": len(records), "tests_in_process": sum(len(r.in_process) for r in records.values()),
                        "sandbox_error_mutants": sum(m["status"] == "sandbox_error" for r in records.values()
                                                     for m in r.mutants)}}
+
+
+def count_lines(counts: dict) -> list[str]:
+    """The summary's lines on results.json's ``counts``: what each count means for the figures."""
+    lines = [f"tasks: {counts.get('tasks')}"]
+    if counts.get("tests_in_process"):
+        lines.append(f"  {counts['tests_in_process']} test(s) judged in the program's own process (asserts outside "
+                     f"the paper's form, --allow-other-forms): the code under test could have steered them")
+    if counts.get("sandbox_error_mutants"):
+        lines.append(f"  {counts['sandbox_error_mutants']} mutant run(s) ended in a sandbox error (the executor, not "
+                     f"the program): counted as not killed")
+    return lines
 
 
 COVERAGE_HELPER = '''

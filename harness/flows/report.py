@@ -44,9 +44,10 @@ from codea1.harness.runstore import make_directory, run_status
 from codea1.harness.training import LogColumn, RunColumns, run_columns
 
 KINDS = ("evaluate", "evaluate-tests", "tts", "train", "evalplus")
-# The k of an evalplus results file's pass@k and avg@k (those up to its n samples a task, and n):
-# every k would give 2n columns.
+# The k of an evalplus results file's pass@k (those up to its n samples a task, and n; avg@k is
+# at n): every k would give n columns.
 EVALPLUS_KS = (1, 2, 5, 10, 20, 50, 100)
+SKIPPED = "skipped"  # a task's cell in the per-task tables when the run could not judge it
 
 
 class ReportError(Codea1Error):
@@ -76,7 +77,7 @@ class RunData:
     status: str
     digest: dict[str, str]
     metrics: dict[str, float | None] = field(default_factory=dict)
-    tasks: dict[str, float] = field(default_factory=dict)  # per task: pass rate (evaluate, evalplus)
+    tasks: dict[str, float | str] = field(default_factory=dict)  # per task: pass rate, or SKIPPED (evaluate, evalplus)
     steps: list[dict] = field(default_factory=list)  # train: the step log
     config: dict = field(default_factory=dict)
     curves: dict[str, float] = field(default_factory=dict)  # tts --curves
@@ -84,6 +85,8 @@ class RunData:
     in_process: tuple[int, int] = (0, 0)  # (verdicts judged inside the program's process, verdicts)
     task_set: frozenset[str] | None = None  # the tasks its figures cover (evaluate, evalplus)
     partial: str = ""  # "10 of 164 tasks" where its figures are not the whole benchmark's
+    skipped: dict[str, str] = field(default_factory=dict)  # task -> why it could not be judged (evaluate)
+    skipped_count_as: str = ""  # "counted as failures" or "left out of the figures"
 
 
 # -- 1. read ---------------------------------------------------------------------------------
@@ -126,11 +129,16 @@ def read_run(plugins, given: str, label: str) -> RunData:
             steps = [{**s, "step": s["step"] + 1} for s in steps]
         return RunData(path, label, kind, config.get("benchmark", {}).get("name", ""), status, digest,
                        steps=steps, config=config, declared=run_columns(plugins, config))
-    run = RunData(path, label, kind, config.get("benchmark", ""), status, digest, config=config,
-                  metrics={k: v for k, v in results.get("metrics", {}).items()},
+    run = RunData(path, label, kind, benchmark_column(config.get("benchmark", ""), config.get("benchmark_options")),
+                  status, digest, config=config,
+                  # a figure equal to another of the run by definition (avg@n = pass@1) is one column
+                  metrics={k: v for k, v in results.get("metrics", {}).items() if k not in results.get("metric_same", {})},
                   curves=results.get("curves", {}))
     if kind == "evaluate":
-        run.tasks = {t: r["passed"] / r["n"] for t, r in results.get("tasks", {}).items() if r.get("n")}
+        # A skipped task (a library missing, the reference failing here) reads "skipped", never
+        # 0.00 as if a sample had been judged and failed.
+        run.tasks = {t: SKIPPED if r.get("skipped") else r["passed"] / r["n"]
+                     for t, r in results.get("tasks", {}).items() if r.get("n")}
         counts = results.get("counts", {})
         run.in_process = (int(counts.get("judged_in_process", 0)), int(counts.get("samples", 0)))
         coverage = results.get("coverage") or {}
@@ -139,14 +147,24 @@ def read_run(plugins, given: str, label: str) -> RunData:
         run.task_set = frozenset(results.get("tasks", {})) - left_out
         if coverage.get("partial"):
             run.partial = f"{coverage.get('scored')} of {coverage.get('of')} tasks"
+        run.skipped = {t: r["skipped"] for t, r in results.get("tasks", {}).items() if r.get("skipped")}
+        run.skipped_count_as = ("left out of the figures" if coverage.get("skipped_count_as") == "left out"
+                                else "counted as failures")
     return run
+
+
+def benchmark_column(name: str, options: dict | None) -> str:
+    """The benchmark as a column names it: its options are part of what is scored (split=instruct,
+    subset=hard, base_only=true are other figures than the defaults), so they are in the name."""
+    shown = {k: v for k, v in (options or {}).items() if k != "data"}
+    return name + ("[" + ",".join(f"{k}={v}" for k, v in sorted(shown.items())) + "]" if shown else "")
 
 
 def read_evalplus(plugins, path: Path, label: str) -> RunData:
     """evalplus' results: per task a list of samples with base_status and plus_status; a
     sample passes when both are "pass" (HumanEval+ / MBPP+ "plus"); "base:" figures from the
     base tests alone. With n samples a task, every code metric at each k of EVALPLUS_KS up
-    to n and at n, computed as ``codea1 evaluate`` computes its own. The dataset hash
+    to n and at n (avg@k at n only), computed as ``codea1 evaluate`` computes its own. The dataset hash
     evalplus records is the md5 of its data file."""
     from codea1.harness.flows.evaluate import code_metrics
 
@@ -165,9 +183,16 @@ def read_evalplus(plugins, path: Path, label: str) -> RunData:
         plus[task_id] = [b and p for b, p in zip(base[task_id], plus_only[task_id])]
     first = next(iter(doc["eval"]), "")
     benchmark = "humaneval+" if first.startswith("HumanEval/") else "mbpp+" if first.startswith("Mbpp/") else "evalplus"
+    groups = {"": plus, "base:": base, "plus:": plus_only}
+    if all(s.get("plus_status") is None for samples in doc["eval"].values() for s in samples):
+        # evalplus --base-only writes plus_status null: its figures are the base tests', in the
+        # column of `codea1 evaluate --base-only`
+        benchmark, groups = benchmark_column(benchmark, {"base_only": "true"}), {"": base}
+        plus = base
     n = min(len(v) for v in plus.values()) if plus else 0
     ks = sorted({k for k in EVALPLUS_KS if k <= n} | {n}) if n else []
-    metrics, _, _ = code_metrics(plugins, {"": plus, "base:": base, "plus:": plus_only}, ks)
+    metrics, _, _, same = code_metrics(plugins, groups, ks)
+    metrics = {k: v for k, v in metrics.items() if k not in same}
     digest = {"md5": doc["hash"]} if isinstance(doc.get("hash"), str) else {}
     return RunData(path, label, "evalplus", benchmark, "complete", digest, metrics=metrics,
                    tasks={t: sum(v) / len(v) for t, v in plus.items()}, task_set=frozenset(plus))
@@ -251,7 +276,8 @@ def metric_table(name: str, title: str, runs: list[RunData], avg: bool = False):
 
 def metric_order(metric: str) -> tuple:
     head, _, k = metric.partition("@")
-    order = ["avg", "pass", "test-pass", "mut", "coverage", "branch-coverage", "Mul", "best_of_n", "avg_at_m", "oracle"]
+    # The order the summaries print (the metric plugins' ``order``): the headline first.
+    order = ["pass", "avg", "test-pass", "mut", "Mul", "coverage", "branch-coverage", "best_of_n", "avg_at_m", "oracle"]
     return (order.index(head) if head in order else len(order), int(k) if k.isdigit() else 0, metric)
 
 
@@ -636,7 +662,7 @@ def details(runs: list[RunData], baseline: str | None) -> list[Table]:
     graded = [r for r in runs if r.kind in ("evaluate", "evalplus") and r.tasks and r.status == "complete"]
     for bench in sorted({r.benchmark for r in graded}):
         these = [r for r in graded if r.benchmark == bench]
-        frame = pd.DataFrame({r.label: pd.Series(r.tasks, dtype=float) for r in these}).astype(object)
+        frame = pd.DataFrame({r.label: pd.Series(r.tasks, dtype=object) for r in these}).astype(object)
         frame = frame.where(frame.notna(), None)
         if baseline is not None and baseline in frame.columns:
             for r in these:
@@ -679,6 +705,10 @@ def build_report(plugins, cfg: ReportConfig) -> Report:
     warnings += [f"{r.path}: {r.declared.warning}" for r in runs if r.declared is not None and r.declared.warning]
     warnings += [f"{r.path}: a partial run ({r.partial}): its figures are not the benchmark's" for r in runs
                  if r.partial]
+    warnings += [f"{r.path}: {len(r.skipped)} task(s) skipped, {r.skipped_count_as} (" +
+                 "; ".join(f"{t}: {why}" for t, why in list(r.skipped.items())[:3]) +
+                 (f"; {len(r.skipped) - 3} more in its results.json" if len(r.skipped) > 3 else "") + ")"
+                 for r in runs if r.skipped]
     built = [
         metric_table("code", "Code generation", [r for r in runs if r.kind in ("evaluate", "evalplus")], avg=True),
         metric_table("tests", "Test generation", [r for r in runs if r.kind == "evaluate-tests"]),

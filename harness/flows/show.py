@@ -94,6 +94,7 @@ def limits(config: dict) -> str:
 def with_metrics(results: dict, shown: dict) -> None:
     shown["metrics"] = results.get("metrics", {})
     shown["metric_notes"] = results.get("metric_notes", {})
+    shown["metric_same"] = results.get("metric_same", {})
 
 
 def show_evaluate(path: Path, config: dict, results: dict, shown: dict) -> None:
@@ -117,7 +118,9 @@ def show_evaluate_tests(path: Path, config: dict, results: dict, shown: dict) ->
                        "coverage": "yes" if config.get("coverage") else "no"}
     with_metrics(results, shown)
     if results.get("counts"):
-        shown["lines"].append(f"tasks: {results['counts'].get('tasks')}")
+        from codea1.harness.flows.evaluate_tests import count_lines
+
+        shown["lines"].extend(count_lines(results["counts"]))
 
 
 def show_generate(path: Path, config: dict, results: dict, shown: dict) -> None:
@@ -142,7 +145,7 @@ def show_tts(path: Path, config: dict, results: dict, shown: dict) -> None:
 
 
 def show_train(path: Path, config: dict, shown: dict, plugins: Any) -> None:
-    from codea1.harness.flows.train import last_checkpoint
+    from codea1.harness.flows.train import changes_text, last_checkpoint
     from codea1.harness.jsonl import appended_rows
 
     t, bench, ex = config.get("train", {}), config.get("benchmark", {}), config.get("executor", {})
@@ -155,6 +158,12 @@ def show_train(path: Path, config: dict, shown: dict, plugins: Any) -> None:
         shown["config"]["mirrored to"] = ", ".join(t["log_to"])
     rows = appended_rows(path / "steps.jsonl", error=None, repair=False) if (path / "steps.jsonl").exists() else []
     shown["lines"].append(f"steps: {len(rows)} of {t.get('steps')}")
+    resumes = config.get("resumes") or []
+    if resumes:
+        shown["lines"].append(f"resumed {len(resumes)} time{'s' if len(resumes) > 1 else ''}, at step "
+                              + ", ".join(str(r.get("at_step")) for r in resumes))
+        shown["lines"] += [f"  at step {r.get('at_step')}: {changes_text(r['changed'])}" for r in resumes
+                           if r.get("changed")]
     declared = run_columns(plugins, config) if plugins is not None else None
     if rows and declared is not None:
         last = rows[-1]
@@ -179,7 +188,7 @@ def show_report(path: Path) -> dict[str, Any]:
         title = (path / "report.md").read_text(encoding="utf-8", errors="replace").split("\n", 1)[0].lstrip("# ")
     figures = sorted(p.name for p in (path / "figures").glob("*.png")) if (path / "figures").is_dir() else []
     return {"path": str(path), "kind": "report", "status": "complete", "state": "",
-            "config": {"title": title or "-", "files": ", ".join(files)}, "metrics": {}, "metric_notes": {},
+            "config": {"title": title or "-", "files": ", ".join(files)}, "metrics": {}, "metric_notes": {}, "metric_same": {},
             "lines": [f"figures: {len(figures)}"] if figures else []}
 
 

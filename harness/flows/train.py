@@ -28,8 +28,16 @@ to DIR/steps.jsonl with the step's phase timing (its "step" counts from 1, as
 checkpoints/step-N, evaluation/step-N and the trainer's files, mistake_book/step-N.json, do:
 N steps done), a checkpoint every ``checkpoint_every`` steps, evaluation every
 ``eval_every`` steps; finally the policies exported as Hugging Face directories under
-DIR/export/ROLE. One progress bar for the steps, showing the phase. ``dry_run``: the checks
-made before a model loads, then the plan and the resolved config, nothing loaded or written.
+DIR/export/ROLE. One progress bar for the steps, showing the last step's rewards and each
+policy's loss, and the phase. ``dry_run``: the checks made before a model loads (and that
+every policy's model is a directory here or a hub name in the local cache), then the plan
+and the resolved config, nothing loaded or written.
+
+A resume continues the same run: it may change how long the run goes (``steps``, never below
+the steps its last checkpoint holds), how often it checkpoints or evaluates, where its step
+log is mirrored and its [[evaluation]]; any other change is refused naming every key that
+differs. config.json then records the new settings and, under "resumes", each resume: the
+step it resumed at and what it changed.
 """
 
 from __future__ import annotations
@@ -57,6 +65,7 @@ from codea1.harness.runstore import check_same_run
 from codea1.harness.training import PolicyBackend, TrainContext
 
 SECTIONS = ("train", "benchmark", "executor", "trainer", "policies", "evaluation")
+RESUMABLE = ("steps", "checkpoint_every", "eval_every", "log_to")  # the [train] keys a resume may change
 
 
 @dataclass
@@ -196,8 +205,7 @@ def identity(settings: TrainSettings) -> str:
     often it checkpoints or evaluates, and where its step log is mirrored."""
     kept = settings.as_dict()
     del kept["evaluation"]
-    kept["train"] = {k: v for k, v in kept["train"].items()
-                     if k not in ("steps", "checkpoint_every", "eval_every", "log_to")}
+    kept["train"] = {k: v for k, v in kept["train"].items() if k not in RESUMABLE}
     return hashlib.sha256(json.dumps(kept, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -326,14 +334,27 @@ def dry_run(plugins, cfg: TrainConfig) -> dict[str, Any]:
     written: the plan, line by line, and the resolved config as TOML."""
     out = Path(cfg.out)
     action = out_action(cfg, out)
-    if action == "resume":
-        check_same_run(out / "config.json", cfg.record(), cfg.IDENTITY)
+    resumes = check_resume(cfg, out) if action == "resume" else []
     check_workers(cfg)
     parse_options(plugins.executors.get(cfg.executor), cfg.executor_options)
+    check_models(plugins, cfg)
     loaded, selected = load_selection(create_benchmark(plugins, cfg.benchmark, cfg.data, cfg.benchmark_options), cfg)
     for _, entry in cfg.settings.evaluation.entries():
         plugins.benchmarks.get(entry.benchmark)  # a run would find out at its first evaluation
-    return {"plan": plan_lines(cfg, action, len(loaded), len(selected)), "config": toml_text(cfg.settings.as_dict())}
+    plan = plan_lines(cfg, action, len(loaded), len(selected))
+    if resumes and resumes[-1]["changed"]:
+        plan.append("resume changes: " + changes_text(resumes[-1]["changed"]))
+    return {"plan": plan, "config": toml_text(cfg.settings.as_dict())}
+
+
+def check_models(plugins, cfg: TrainConfig) -> None:
+    """Every policy's model loads here without a network: a checkpoint directory that is
+    there, or a hub name in this machine's Hugging Face cache (the backend says)."""
+    for role, p in cfg.settings.policies.items():
+        why = plugins.backends.get(p.backend).cls.model_error(p.options)
+        if why:
+            raise ConfigError(f"{cfg.config_file}: [policies.{role}] key 'model': {getattr(p.options, 'model', '')}: "
+                              f"{why}")
 
 
 def plan_lines(cfg: TrainConfig, action: str, loaded: int, selected: int) -> list[str]:
@@ -409,16 +430,23 @@ def toml_value(value: Any) -> str:
 def train(plugins, cfg: TrainConfig) -> dict[str, Any]:
     settings = cfg.settings
     out = Path(cfg.out)
+    resumes = check_resume(cfg, out) if out_action(cfg, out) == "resume" else []  # before anything loads
     refuse_or_clear(cfg, out, plugins.trainers.get(settings.train.trainer).cls)
     with open_run(plugins, cfg) as run, open_policies(plugins, cfg) as (policies, sampling):
         context, trainer = open_trainer(plugins, run, cfg, policies, sampling)
-        run.start(environment={"policies": {role: p.info() for role, p in context.policies.items()}})
+        run.start(environment={"policies": {role: p.info() for role, p in context.policies.items()}},
+                  **({"resumes": resumes} if resumes else {}))
         first = resume(run, trainer, context, out) if cfg.resume else 0
         t = settings.train
+        if resumes:
+            changed = resumes[-1]["changed"]
+            print(f"resumed at step {first} of {t.steps}" + (f" ({changes_text(changed)})" if changed else ""),
+                  file=sys.stderr, flush=True)
         rows = run.store.load_rows()
         t0 = time.perf_counter()
-        with step_bar(t.steps, first, cfg.progress) as bar, StepMirror(t.log_to, out, settings.as_dict()) as mirror:
-            context.show_phase = lambda name: bar.set_postfix_str(name, refresh=True)
+        with step_bar(t.steps, first, cfg.progress, tuple(policies)) as bar, \
+                StepMirror(t.log_to, out, settings.as_dict()) as mirror:
+            context.show_phase = bar.show_phase
             for step in range(first, t.steps):
                 # the trainer gets the 0-based index (its seeds); every file and figure counts from 1
                 row = {"step": step + 1, **trainer.step(step, questions_for(run, t, step)),
@@ -428,6 +456,7 @@ def train(plugins, cfg: TrainConfig) -> dict[str, Any]:
                     row["evaluation"] = evaluate_policies(plugins, run, context, settings.evaluation, out, step)
                 run.store.append_row(row)
                 mirror.log(row)
+                bar.show_figures(row)
                 rows.append(row)
                 if (step + 1) % t.checkpoint_every == 0 or step + 1 == t.steps:
                     context.show_phase("checkpoint")
@@ -438,7 +467,8 @@ def train(plugins, cfg: TrainConfig) -> dict[str, Any]:
         for role, policy in context.policies.items():
             policy.export(exported[role])
         return run.finish({"command": "train", "trainer": t.trainer, "steps": len(rows),
-                           "exported": exported, "last": rows[-1] if rows else {},
+                           "resumed_at": first if cfg.resume else None, "exported": exported,
+                           "last": rows[-1] if rows else {},
                            "seconds_this_run": round(time.perf_counter() - t0, 3)})
 
 
@@ -465,6 +495,65 @@ def out_action(cfg: TrainConfig, out: Path) -> str:
         raise ConfigError(f"--resume: --out {out} holds no training run (no config.json there); "
                           f"leave out --resume to start one")
     return "resume" if holds_run else "start"
+
+
+# -- resuming --------------------------------------------------------------------------------
+
+def check_resume(cfg: TrainConfig, out: Path) -> list[dict[str, Any]]:
+    """The resumes of the run in ``out``, this one last (the step it resumes at, what it
+    changes), as config.json records them. Refused, naming every key that differs, when
+    this config changes what the run is (a key the run identity hashes) or asks for fewer
+    steps than its last checkpoint holds."""
+    path = out / "config.json"
+    record = cfg.record()
+    check_same_run(path, record, ())  # another command's run, or an unreadable config.json
+    old = json.loads(path.read_text())
+    last, done = last_checkpoint(out)
+    changed = changed_keys({k: old.get(k) for k in SECTIONS}, {k: record[k] for k in SECTIONS})
+    refused = []
+    if old.get("identity") != record["identity"]:
+        refused = [describe(k, *v) for k, v in changed.items() if not resumable(k)] or [
+            describe("identity", old.get("identity"), record["identity"])]  # a record older than its keys
+    if cfg.settings.train.steps < done:
+        refused.append(f"train.steps {cfg.settings.train.steps} is below the {done} steps done "
+                       f"({last.relative_to(out)})")
+    if refused:
+        raise ConfigError(f"--resume: --out {out} holds a run this config changes: {'; '.join(refused)}. A resume "
+                          f"may change train.steps (not below the steps done), train.checkpoint_every, "
+                          f"train.eval_every, train.log_to and [[evaluation]]: pass --overwrite to start over, or "
+                          f"use another --out")
+    return [*old.get("resumes", []),
+            {"at_step": done, "changed": {k: {"was": was, "now": now} for k, (was, now) in changed.items()}}]
+
+
+def resumable(key: str) -> bool:
+    return key.split(".")[0] == "evaluation" or key in {f"train.{k}" for k in RESUMABLE}
+
+
+def changed_keys(old: Any, new: Any, key: str = "") -> dict[str, tuple[Any, Any]]:
+    """The dotted keys ("trainer.alpha") whose values differ between two config records,
+    with both values (None: not there). Tables are compared key by key, anything else whole
+    by its JSON, as the run identity compares them (1 and 1.0 differ)."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        found = {}
+        for name in [*old, *(k for k in new if k not in old)]:
+            found.update(changed_keys(old.get(name), new.get(name), f"{key}.{name}" if key else name))
+        return found
+    same = json.dumps(old, sort_keys=True, default=str) == json.dumps(new, sort_keys=True, default=str)
+    return {} if same else {key: (old, new)}
+
+
+def describe(key: str, was: Any, now: Any) -> str:
+    """"trainer.alpha was 0.5, now 0.9", the values as TOML writes them."""
+    def text(value: Any) -> str:
+        return "not set" if value is None else toml_value(value)
+
+    return f"{key} was {text(was)}, now {text(now)}"
+
+
+def changes_text(changed: dict[str, dict[str, Any]]) -> str:
+    """A resume's recorded changes, one clause each."""
+    return "; ".join(describe(k, v["was"], v["now"]) for k, v in changed.items())
 
 
 @contextmanager
@@ -558,11 +647,13 @@ def resume(run: Run, trainer, context: TrainContext, out: Path) -> int:
 
 
 class step_bar:
-    """One progress bar for the steps; its postfix names the phase of the current step."""
+    """One progress bar for the steps; its postfix shows the last step's rewards and each
+    policy's loss (is the run learning?), then the phase of the current step."""
 
-    def __init__(self, total: int, first: int, enabled: bool):
-        self.total, self.first, self.enabled = total, first, enabled
+    def __init__(self, total: int, first: int, enabled: bool, roles: tuple[str, ...] = ()):
+        self.total, self.first, self.enabled, self.roles = total, first, enabled, roles
         self.bar = None
+        self.figures = self.phase = ""
 
     def __enter__(self):
         if self.enabled:
@@ -574,9 +665,17 @@ class step_bar:
                             dynamic_ncols=True)
         return self
 
-    def set_postfix_str(self, text: str, refresh: bool = True) -> None:
+    def show_phase(self, name: str) -> None:
+        self.phase = name
+        self._show()
+
+    def show_figures(self, row: dict) -> None:
+        self.figures = bar_figures(row, self.roles)
+        self._show()
+
+    def _show(self) -> None:
         if self.bar is not None:
-            self.bar.set_postfix_str(text, refresh=refresh)
+            self.bar.set_postfix_str(" | ".join(text for text in (self.figures, self.phase) if text), refresh=True)
 
     def update(self, n: int) -> None:
         if self.bar is not None:
@@ -585,6 +684,15 @@ class step_bar:
     def __exit__(self, *exc):
         if self.bar is not None:
             self.bar.close()
+            self.bar = None  # the phases after the steps (export) show on no bar
+
+
+def bar_figures(row: dict, roles: tuple[str, ...]) -> str:
+    """A step row's rewards (its "reward..." numbers) and each policy's loss ("code_loss"),
+    as the bar shows them."""
+    keys = [k for k in row if k.startswith("reward")] + [f"{role}_loss" for role in roles]
+    return ", ".join(f"{k} {row[k]:.3g}" for k in keys
+                     if isinstance(row.get(k), (int, float)) and not isinstance(row.get(k), bool))
 
 
 def evaluate_policies(plugins, run: Run, context: TrainContext, evaluation: EvaluationSection, out: Path,

@@ -14,6 +14,7 @@ from codea1.harness.metrics import TestMetric
 
 class TestPassAtK(TestMetric):
     name = "test-pass@k"
+    order = 0  # the paper's columns: accuracy, mutation score, Mul, then coverage
     description = "valid tests among the first k generated, over tasks x k (the paper's test accuracy)"
 
     def compute(self, records, k, task_set="per-k", largest_k=None):

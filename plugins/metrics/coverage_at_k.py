@@ -13,6 +13,7 @@ from codea1.harness.metrics import TestMetric
 
 class CoverageAtK(TestMetric):
     name = "coverage@k"
+    order = 30
     description = "line coverage of the reference function by the first k tests (coverage.py)"
     kind = "line"  # which figure of the coverage record
 
@@ -22,6 +23,7 @@ class CoverageAtK(TestMetric):
 
 class BranchCoverageAtK(CoverageAtK):
     name = "branch-coverage@k"
+    order = 31
     description = "branch coverage of the reference function by the first k tests (coverage.py)"
     kind = "branch"
 

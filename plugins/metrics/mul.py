@@ -12,6 +12,7 @@ from codea1.harness.metrics import TestMetric
 
 class MulAtK(TestMetric):
     name = "Mul"
+    order = 20
     description = "test-pass@k x mut@k / 100 (percentages): the paper's combined test score"
 
     def label(self, k: int) -> str:

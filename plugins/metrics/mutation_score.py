@@ -20,6 +20,7 @@ from codea1.harness.metrics import TestMetric
 
 class MutAtK(TestMetric):
     name = "mut@k"
+    order = 10
     description = "mutation score of the first k tests (cosmic-ray operators), mean over eligible tasks"
 
     def compute(self, records, k, task_set="per-k", largest_k=None):

@@ -14,6 +14,7 @@ from codea1.harness.metrics import CodeMetric
 
 class PassAtK(CodeMetric):
     name = "pass@k"
+    order = 0  # the headline: evalplus and bigcodebench users read pass@1 first
     description = "unbiased pass@k (1 - C(n-c,k)/C(n,k)), mean over tasks"
 
     def compute(self, outcomes, k):

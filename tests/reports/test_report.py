@@ -68,10 +68,11 @@ def test_text_formats_equal_their_golden_files(evaluation_report, report_runs, n
 
 def test_tables_rank_compute_deltas_and_show_the_paper_figures(evaluation_report):
     md = (evaluation_report / "report.md").read_text()
-    # demo samples: avg@1 100 (its first samples are the references), pass@1 70.83 (unbiased
-    # over its 19 samples); model b: one sample per task, all but demo/3 right: 11 / 12
-    assert "| model-b | <u>91.67 (-8.33)</u> | **91.67 (+20.83)** |" in md
-    assert "| demo samples | **100.00** | <u>70.83</u> |" in md
+    # demo samples: pass@1 70.83 (unbiased over its 19 samples; 1 or 2 a task, so no avg@n);
+    # model b: one sample per task, all but demo/3 right: 11 / 12 (its avg@1 is pass@1: one column)
+    assert "|  | demo pass@1 (%) |" in md
+    assert "| model-b | **91.67 (+20.83)** |" in md
+    assert "| demo samples | <u>70.83</u> |" in md
     assert "1 task model-b fails that demo samples passes" in md  # demo/3, on demand in the page
     import pandas as pd
 
@@ -111,7 +112,7 @@ def test_runs_in_progress_and_interrupted_are_marked_never_ranked(report_runs, t
         os.killpg(proc.pid, signal.SIGSTOP)
         runs = [report_runs["demo-samples"], report_runs["model-b"], out]
         md = (report(runs, tmp_path / "r1") / "report.md").read_text()
-        assert "| stopped (in progress) |  |  |" in md
+        assert "| stopped (in progress) |  |" in md
         assert f"{out}: in progress; shown with its status, never ranked" in md
         os.killpg(proc.pid, signal.SIGKILL)
         os.killpg(proc.pid, signal.SIGCONT)
@@ -122,8 +123,8 @@ def test_runs_in_progress_and_interrupted_are_marked_never_ranked(report_runs, t
             pass
         proc.wait()
     md = (report(runs, tmp_path / "r2") / "report.md").read_text()
-    assert "| stopped (interrupted) |  |  |" in md
-    assert "| demo-samples | **100.00** | <u>70.83</u> |" in md  # ranked among the complete runs only
+    assert "| stopped (interrupted) |  |" in md
+    assert "| demo-samples | <u>70.83</u> |" in md  # ranked among the complete runs only
 
 
 def test_other_data_in_one_column_is_flagged_or_refused(tmp_path, capsys):
@@ -137,7 +138,7 @@ def test_other_data_in_one_column_is_flagged_or_refused(tmp_path, capsys):
                      "--tasks", "Prefill_00000020_I", "--out", str(tmp_path / name), "--no-progress"]) == 0
     md = (report([tmp_path / "a", tmp_path / "b"], tmp_path / "r") / "report.md").read_text()
     # both cover one task of 200 (--tasks): partial, marked as such; b read other data besides
-    assert "| b | 0.00†‡ | 0.00†‡ |" in md and "| a | 0.00‡ | 0.00‡ |" in md
+    assert "| b | 0.00†‡ |" in md and "| a | 0.00‡ |" in md
     assert f"{tmp_path / 'b'} read other data than {tmp_path / 'a'}" in md
     capsys.readouterr()
     assert main(["report", str(tmp_path / "a"), str(tmp_path / "b"), "--strict", "--out", str(tmp_path / "s")]) == 2
@@ -166,7 +167,7 @@ def test_evalplus_results_sit_beside_runs_with_the_same_data_hash(tmp_path):
     code = pd.read_csv(out / "code.csv", index_col="label")
     assert code.at["evalplus", "humaneval+ pass@1"] == code.at["ours", "humaneval+ pass@1"] == 0.0
     assert pd.isna(code.at["evalplus", "marks"])  # the same data: no dagger; ours is 3 of 164 tasks: partial
-    assert code.at["ours", "marks"] == "humaneval+ avg@1:‡;humaneval+ pass@1:‡"
+    assert code.at["ours", "marks"] == "humaneval+ pass@1:‡"
     assert json.loads((tmp_path / "ours" / "config.json").read_text())["data_digest"]["md5"] == doc["hash"]
 
 
@@ -232,12 +233,12 @@ def test_the_brackets_note_only_where_a_bracket_is_shown(report_runs, tmp_path):
     assert "(+" not in md and "(-" not in md and "In brackets" not in md  # nothing to compare with
     md = (report([r["demo-samples"], r["model-b"]], tmp_path / "pair", "--baseline", str(r["demo-samples"]),
                  "--format", "md") / "report.md").read_text()
-    assert md.count("In brackets: the difference from demo-samples in points.") == 1 and "(-8.33)" in md
+    assert md.count("In brackets: the difference from demo-samples in points.") == 1 and "(+20.83)" in md
 
 
 def test_evalplus_results_give_every_metric_their_samples_allow(tmp_path):
-    """Two samples a task: the evalplus file's row has avg@1, avg@2, pass@1 and pass@2, each
-    equal to `codea1 evaluate --k 1,2` on the same samples."""
+    """Two samples a task: the evalplus file's row has pass@1 and pass@2 (avg@2, at n, is
+    pass@1: one column), each equal to `codea1 evaluate --k 1,2` on the same samples."""
     data = shared_file("humanevalplus", "HumanEvalPlus-v0.1.10.jsonl.gz")
     tasks = {r["task_id"]: r for r in map(json.loads, gzip.open(data, "rt")) if r["task_id"] in
              ("HumanEval/0", "HumanEval/2", "HumanEval/4")}
@@ -256,9 +257,9 @@ def test_evalplus_results_give_every_metric_their_samples_allow(tmp_path):
 
     code = pd.read_csv(report([tmp_path / "ours", theirs], tmp_path / "r", "--format", "csv") / "code.csv",
                        index_col="label")
-    columns = ["humaneval+ avg@1", "humaneval+ avg@2", "humaneval+ pass@1", "humaneval+ pass@2"]
+    columns = ["humaneval+ pass@1", "humaneval+ pass@2"]
     assert [c for c in code.columns if c.startswith("humaneval+")] == columns
-    assert code.loc["evalplus", columns].tolist() == pytest.approx([1 / 3, 1 / 3, 1 / 3, 2 / 3])
+    assert code.loc["evalplus", columns].tolist() == pytest.approx([1 / 3, 2 / 3])
     assert code.loc["evalplus", columns].tolist() == pytest.approx(code.loc["ours", columns].tolist())
 
 
@@ -310,7 +311,7 @@ def test_report_errors_name_what_is_wrong(report_runs, tmp_path, capsys):
         (["report", a, "--name", "nope=x", "--out", str(tmp_path / "o")], "--name nope=x: 'nope' is not one of the runs"),
         (["report", a, "--baseline", "nobody", "--out", str(tmp_path / "o")], "--baseline nobody: neither a run given"),
         (["report", a, b, "--name", f"{a}=same", "--name", f"{b}=same", "--out", str(tmp_path / "o")],
-         "both fill row 'same', column 'demo avg@1'"),
+         "both fill row 'same', column 'demo pass@1'"),
         (["report", str(tmp_path / "empty"), "--out", str(tmp_path / "o")], "not a run directory (no config.json)"),
     ]
     (tmp_path / "empty").mkdir()

@@ -210,7 +210,7 @@ def test_dry_run_refuses_what_a_run_refuses(mirrored):
     config = str(tmp / "sft.toml")
     for out, extra, error in (
             ("run", [], "--out run holds a training run: pass --resume to continue it or --overwrite to start over"),
-            ("run", ["--resume", "--set", "train.seed=1"], "field 'identity' was"),
+            ("run", ["--resume", "--set", "train.seed=1"], "holds a run this config changes: train.seed was 0, now 1."),
             ("new", ["--set", 'train.log_to=["tensorbord"]'],
              "[train] key 'log_to': unknown sink 'tensorbord'; did you mean 'tensorboard'?"),
             ("new", ["--set", 'benchmark.tasks=["nope"]'], "--tasks: 'nope' is not a task of kodcode"),
@@ -222,7 +222,9 @@ def test_dry_run_refuses_what_a_run_refuses(mirrored):
     resumed = codea1(tmp, "train", "--config", config, "--out", "run", "--dry-run", "--resume",
                      "--set", "train.steps=5")
     assert resumed.returncode == 0, resumed.stderr
-    assert "#   out run: resumes after 3 of 5 steps (from checkpoints/step-000003)" in resumed.stdout
+    sinks = json.dumps(["tensorboard", "wandb"] if HAS_WANDB else ["tensorboard"])
+    assert "#   out run: resumes after 3 of 5 steps (from checkpoints/step-000003)\n#   resume changes: train.steps " \
+           f"was 3, now 5; train.log_to was {sinks}, now []\n" in resumed.stdout, resumed.stdout
 
 
 @pytest.mark.parametrize("sink", ["tensorboard", "wandb"])

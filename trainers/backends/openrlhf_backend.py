@@ -51,6 +51,7 @@ from typing import Any, Sequence
 from codea1.harness.generation import SamplingParams
 from codea1.harness.hookspecs import hookimpl
 from codea1.harness.training import BackendUnavailable, PolicyBackend, PolicySample
+from codea1.trainers.backends.model_source import offline_error
 from codea1.trainers.backends.policy_update import PolicyUpdateOptions
 
 INSTALL_HINT = ("backend 'openrlhf' needs openrlhf, deepspeed, ray and vllm: on a GPU machine "
@@ -108,6 +109,10 @@ class OpenRLHFBackend(PolicyBackend):
             return (f"mini_batch_size {o.mini_batch_size} is not a multiple of micro_batch_size x num_gpus "
                     f"= {ranks}")
         return ""
+
+    @classmethod
+    def model_error(cls, options: OpenRLHFBackendOptions) -> str:
+        return offline_error(options.model)
 
     def __init__(self, options: OpenRLHFBackendOptions, *, seed: int = 0):
         super().__init__(options, seed=seed)

@@ -32,6 +32,7 @@ from codea1.harness.errors import Codea1Error
 from codea1.harness.generation import SamplingParams, load_tokenizer
 from codea1.harness.prompts import chat_prompt
 from codea1.harness.training import PolicySample
+from codea1.trainers.backends.model_source import local_model
 from codea1.trainers.backends.policy_update import Rollout
 
 CPU_STAND_INS = "codea1_openrlhf_cpu"
@@ -188,7 +189,10 @@ class Stack:
         self.global_step = 1
         self.pg = self.policy = self.reference = None
         self.engines: list = []
-        self.tokenizer = load_tokenizer(transformers, options.model, "[policies] model", False)
+        # the tokenizer first, from the cache where it is there: a name the hub cannot give fails here, once; the
+        # actors load by the name (each node its own cache)
+        self.tokenizer = load_tokenizer(transformers, local_model(options.model, "[policies] model"),
+                                        "[policies] model", False)
         with _ray_lock:
             ray_runtime(options)
             _ray_users.append(id(self))

@@ -2,7 +2,8 @@
 models, tests) or one GPU (real checkpoints).
 
 Loading is the real path: ``AutoTokenizer`` / ``AutoModelForCausalLM.from_pretrained`` of a
-checkpoint directory or hub name. A frozen copy of the starting weights is the reference
+checkpoint directory or hub name (a hub name from the local cache first, the hub asked at
+most once: ``model_source``). A frozen copy of the starting weights is the reference
 policy for the KL term.
 
 Rollouts: prompts through the tokenizer's chat template (``codea1.harness.prompts``), left
@@ -56,6 +57,7 @@ from codea1.harness.generation import SamplingParams, load_tokenizer
 from codea1.harness.hookspecs import hookimpl
 from codea1.harness.prompts import chat_prompt
 from codea1.harness.training import BackendUnavailable, PolicyBackend, PolicySample
+from codea1.trainers.backends.model_source import local_model, offline_error
 from codea1.trainers.backends.policy_update import PolicyUpdateOptions, Rollout
 
 
@@ -94,11 +96,16 @@ class TorchBackend(PolicyBackend):
     description = "transformers model trained in process: GRPO token-level clipped loss, k3 KL, AdamW; CPU or one GPU"
     Options = TorchBackendOptions
 
+    @classmethod
+    def model_error(cls, options: TorchBackendOptions) -> str:
+        return offline_error(options.model)
+
     def __init__(self, options: TorchBackendOptions, *, seed: int = 0):
         super().__init__(options, seed=seed)
         try:
             import torch
             import transformers
+            from transformers.utils import logging
         except ImportError:
             raise BackendUnavailable("backend 'torch' needs torch and transformers: pip install 'codea1[hf]'") from None
         self.torch = torch
@@ -106,12 +113,14 @@ class TorchBackend(PolicyBackend):
         self.device = ("cuda" if torch.cuda.is_available() else "cpu") if o.device == "auto" else o.device
         dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[o.dtype]
         torch.manual_seed(seed)
-        self.tokenizer = load_tokenizer(transformers, o.model, "[policies] model", o.trust_remote_code)
+        self.source = source = local_model(o.model, "[policies] model")
+        logging.disable_progress_bar()  # one bar per stage: the train bar, not one per load
+        self.tokenizer = load_tokenizer(transformers, source, "[policies] model", o.trust_remote_code)
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.model = transformers.AutoModelForCausalLM.from_pretrained(
-            o.model, dtype=dtype, trust_remote_code=o.trust_remote_code).to(self.device)
+            source, dtype=dtype, trust_remote_code=o.trust_remote_code).to(self.device)
         if o.gradient_checkpointing:
             self.model.gradient_checkpointing_enable()
         self.reference = None
@@ -305,7 +314,8 @@ class TorchBackend(PolicyBackend):
         self.tokenizer.save_pretrained(directory)
 
     def info(self) -> dict:
-        return {"backend": self.name, "model": self.options.model, "device": self.device,
+        loaded = {"loaded_from": self.source} if self.source != self.options.model else {}  # a hub name's snapshot
+        return {"backend": self.name, "model": self.options.model, **loaded, "device": self.device,
                 "dtype": str(self.model.dtype), "parameters": sum(p.numel() for p in self.model.parameters())}
 
     def close(self) -> None:

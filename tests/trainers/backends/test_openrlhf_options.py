@@ -37,11 +37,19 @@ def tiny_config(tmp_path: Path, **tests_options) -> Path:
     return path
 
 
-def test_the_cpu_config_gives_each_stack_an_update_deepspeed_can_take():
+def test_the_cpu_config_gives_each_stack_an_update_deepspeed_can_take(tiny_model, tmp_path):
     # (every shipped config, the paper's openrlhf ones too, loads: test_train.test_every_shipped_config_loads)
-    done = train(ROOT, CONFIGS / "openrlhf-cpu-tiny.toml", "--dry-run")
+    settings = tomllib.loads((CONFIGS / "openrlhf-cpu-tiny.toml").read_text())
+    for policy in settings["policies"].values():  # its model, runs/tiny-model, is made first: --dry-run checks it
+        policy["model"] = str(tiny_model)
+    (tmp_path / "run.toml").write_text(toml_text(settings))
+    done = train(ROOT, tmp_path / "run.toml", "--dry-run")
     assert done.returncode == 0, done.stderr
     assert done.stdout.count('backend = "openrlhf"') == 2  # both policies, one stack each
+    missing = train(ROOT, CONFIGS / "openrlhf-cpu-tiny.toml", "--dry-run", "--set", "policies.code.model=./no-model")
+    assert missing.returncode == 2 and missing.stderr.strip().splitlines() == [
+        f"codea1: error: {CONFIGS / 'openrlhf-cpu-tiny.toml'}: [policies.code] key 'model': ./no-model: no such "
+        f"checkpoint directory"]
 
 
 def test_an_update_that_is_not_a_multiple_of_the_train_batch_is_refused(tmp_path):
