@@ -29,14 +29,15 @@ SHARED_DATA = os.environ.get("CODEA1_SHARED_DATA", Path(__file__).resolve().pare
 DATA = Path(SHARED_DATA) / "bigcodebench" / "BigCodeBench-v0.1.0.jsonl.gz"
 NO_MODULE = re.compile(r"No module named '([\w.]+)'")
 # Reasons by what the first failing test's message says, first match wins. The sandbox refuses
-# fork/exec (EAGAIN), has no network, shows only cpuinfo and meminfo under /proc and lets a
-# program write only in its own directory (README, "The sandbox").
+# fork/exec (EAGAIN), has no network, shows a program its own /proc entries and the machine's
+# cpuinfo, meminfo, stat, uptime and loadavg only, and lets it write only in its own directory
+# (README, "The sandbox").
 REASONS = [
     (r"_TestTimeout|^(\S+: )?exceeded [\d.]+s|^timeout", "timeout"),
     (r"BlockingIOError", "starts a process (the sandbox refuses fork/exec)"),
     (r"Network is unreachable|name resolution|Name or service not known|gaierror|URLError|ConnectionError|"
      r"MaxRetryError", "reaches the network (the sandbox has none)"),
-    (r"PermissionError.*'/proc/", "reads /proc (the sandbox shows cpuinfo and meminfo only)"),
+    (r"PermissionError.*'/proc/", "reads /proc (the sandbox shows its own entries and cpuinfo, meminfo, stat, uptime, loadavg)"),
     (r"PermissionError", "the sandbox refuses it (PermissionError: a path, a semaphore, a socket)"),
     # nltk's LookupError opens with a row of stars; TextBlob's MissingCorpusError names its issues page
     (r"Resource \w+ not found|\*{20}|sloria/TextBlob", "nltk or TextBlob data not downloaded"),

@@ -244,11 +244,16 @@ def _fs_rights(abi: int) -> int:
 
 
 # System paths a program may read (those that exist): libraries, the locale, time zone,
-# certificate and font data the interpreter and common packages load, user names, CPU counts. /proc is
-# left out but for two files about the machine: a process's files there (cmdline, cwd,
-# environ) would show where the harness and its data live.
+# certificate and font data the interpreter and common packages load, user names, CPU counts. Of
+# /proc, the files about the machine as a whole: its CPUs and memory, and the counters that
+# sysinfo(2) gives any process anyway (time since boot, load averages, CPU time summed over
+# all processes: psutil.cpu_percent and boot_time read /proc/stat, os.getloadavg
+# /proc/loadavg); none names or describes another process. Other processes' entries (the
+# zygote's, the harness', other jobs': their command lines, working directories, memory)
+# never. A child's own entries are added per child (``allow_own_proc``): /proc/self is a
+# different directory in each.
 SYSTEM_READ = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/sys/devices/system/cpu",
-               "/proc/cpuinfo", "/proc/meminfo")
+               "/proc/cpuinfo", "/proc/meminfo", "/proc/stat", "/proc/uptime", "/proc/loadavg")
 ETC_READ = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone", "ssl", "pki", "ca-certificates",
             "fonts", "nsswitch.conf", "passwd", "group", "host.conf", "hosts", "resolv.conf", "gai.conf", "protocols",
             "services", "mime.types", "locale.alias", "os-release", "matplotlibrc", "alternatives")  # passwd: getpass
@@ -281,10 +286,29 @@ def python_read_paths() -> list[str]:
     return sorted(paths)
 
 
+# What an installation keeps beside the interpreter as data, under each of its prefixes: share/
+# (a wheel's data files land there: xyzservices' providers.json, jupyter's kernels, man pages).
+# Not the whole prefix: a tox environment's prefix also holds tox's logs (commands and their
+# environment) and its tmp/; include/, etc/ and bin/ are no package's data.
+PREFIX_DATA = ("share",)
+
+
+def python_data_paths() -> list[str]:
+    """Data the installed packages read at run time from beneath the interpreter's prefixes
+    (``PREFIX_DATA`` of sys.prefix, sys.base_prefix and their exec prefixes), those that
+    exist: ``xyzservices`` opens ``sys.prefix/share/xyzservices/providers.json`` at import.
+    Readable, not needed: unlike ``python_read_paths`` a child's user that cannot read them
+    does not stop the zygote."""
+    prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    return sorted({os.path.join(p, name) for p in prefixes if p for name in PREFIX_DATA
+                   if os.path.isdir(os.path.join(p, name))})
+
+
 def read_paths(forbidden: Sequence[str], extra: Sequence[str] = ()) -> list[str]:
     """Every path a sandboxed program may read, real paths, none inside another: the system
-    ones (``SYSTEM_READ``, ``ETC_READ``), ``python_read_paths()`` and ``extra``. None is or
-    holds one of ``forbidden`` (a checkout, a home directory, a working directory): a system
+    ones (``SYSTEM_READ``, ``ETC_READ``), ``python_read_paths()``, ``python_data_paths()`` and
+    ``extra``. None is or holds one of ``forbidden`` (a checkout, a home directory, a working
+    directory): a system
     path that holds one (a checkout in /usr/src) is replaced by its entries but the one that
     leads there; any other such path is left out."""
     banned = sorted({os.path.realpath(p) for p in forbidden if p})
@@ -302,7 +326,7 @@ def read_paths(forbidden: Sequence[str], extra: Sequence[str] = ()) -> list[str]
                 add(os.path.realpath(os.path.join(path, entry)), split)
 
     system = [*SYSTEM_READ, *(os.path.join("/etc", name) for name in ETC_READ)]
-    for paths, split in ((system, True), ([*python_read_paths(), *extra], False)):
+    for paths, split in ((system, True), ([*python_read_paths(), *python_data_paths(), *extra], False)):
         for path in paths:
             if os.path.exists(path):
                 add(os.path.realpath(path), split)
@@ -400,6 +424,44 @@ def enforce_ruleset(ruleset: int) -> None:
         raise OSError(ctypes.get_errno(), "prctl(NO_NEW_PRIVS) failed")
     if _libc.syscall(_LANDLOCK_SYSCALLS[platform.machine()][2], ctypes.c_int(ruleset), ctypes.c_uint32(0)) != 0:
         raise OSError(ctypes.get_errno(), "landlock_restrict_self failed")
+
+
+# A child's own /proc entries: read (files and directories), never written (no
+# oom_score_adj, comm, mem), and what /proc/self names is only known in the child itself.
+OWN_PROC_RIGHTS = _FS_READ_FILE | _FS_READ_DIR
+_ADD_RULE = _LANDLOCK_SYSCALLS.get(platform.machine(), (None, None, None))[1]
+
+
+def allow_own_proc(ruleset: int) -> int | None:
+    """Add to ``ruleset``, in the process about to enforce it (a forked child: /proc/self is
+    its own), a rule that lets it read beneath /proc/<its pid>: its memory map (threadpoolctl
+    lists the loaded libraries from /proc/self/maps), status, stat, statm (psutil), limits,
+    its threads (task/) and descriptors (fd/: 0-3 and this one), its mounts and cgroup, and
+    the command line it inherited from the zygote (the zygote's arguments: paths that are
+    refused, no data file; its environment, the pool's minimal one (PATH, LANG, the hash
+    seed, PYTHONPATH), only to a child that kept uid 0 (run_as=root): a child is not
+    dumpable, and the kernel then gives environ, mem and io to root alone). Each describes
+    the process itself, what it holds in memory or could ask the kernel for; its own memory
+    is the forker's copy, which never held a job. Not another process's entries (the
+    zygote's, the forker's, a sibling's), nor writes (``OWN_PROC_RIGHTS``). A path through a
+    magic link there (/proc/self/cwd/.., /proc/self/root/..., /proc/self/fd/N) is judged
+    where it leads, as any other path.
+
+    Returns the directory's O_PATH descriptor, which the caller keeps open while the program
+    runs: Landlock ties the rule to the directory's inode, and procfs makes a new inode for
+    /proc/<pid> when its dentry was evicted (memory pressure), one the rule would not name.
+    None where there is no /proc/self (no procfs mounted, or one of another pid namespace):
+    the program then reads no /proc entry of its own, as before. Raises OSError when the
+    kernel refuses the rule."""
+    try:
+        fd = os.open("/proc/self", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    if _libc.syscall(_ADD_RULE, ruleset, _LANDLOCK_RULE_PATH_BENEATH, struct.pack("=Qi", OWN_PROC_RIGHTS, fd), 0) != 0:
+        error = ctypes.get_errno()
+        os.close(fd)
+        raise OSError(error, "landlock_add_rule(/proc/self) failed")
+    return fd
 
 
 def in_child(action: Callable[[], str]) -> str:

@@ -7,8 +7,9 @@ way (``codea1.api.ZygoteExecutor``).
 Options (``--executor-opt KEY=VALUE``): ``preload`` (comma-separated modules imported once
 per zygote), ``file_mb`` (largest file the program may write), ``network`` ("isolate" or
 "allow"), ``seccomp`` (true/false), ``landlock`` (true/false: where the kernel has Landlock,
-the child may read only the interpreter, what it can import and the system's libraries and
-data (``confine.read_paths``) besides its own temporary directory, where alone it may write;
+the child may read only the interpreter, what it can import, the data its installation keeps
+under share/, the system's libraries and data (``confine.read_paths``) and its own /proc
+entries (``confine.allow_own_proc``) besides its own temporary directory, where alone it may write;
 it cannot signal or ptrace anything outside its sandbox, and, with ``network=isolate``,
 cannot bind or connect TCP), ``read`` (comma-separated further paths programs may read),
 ``run_as`` (where the zygote runs as root, the user its children switch to: "UID:GID",
@@ -52,6 +53,9 @@ from codea1.harness.sandbox.pool import DEFAULT_PRELOAD, ZygoteDied, ZygotePool,
 # forked by the zygote's forker, which never holds a job; Landlock keeps it from /proc/*/mem).
 READ_GUARANTEES = ("benchmark_data", "run_directory", "home", "checkout", "other_jobs_files", "other_jobs_memory",
                    "other_processes")
+# What of /proc a program reads under Landlock (confine.SYSTEM_READ, confine.allow_own_proc).
+PROC_READS = ("its own process's entries, read-only (/proc/self: maps, status, stat, statm, task/, fd/, ...), "
+              "and the machine's: cpuinfo, meminfo, stat, uptime, loadavg; no other process's")
 # Those a wrapper's limited view gives without Landlock: it still holds codea1's code folders,
 # the zygote's own /proc entry and its earlier jobs' directories should one not be removed.
 OUT_OF_VIEW = ("benchmark_data", "run_directory", "home")
@@ -149,7 +153,7 @@ class ZygoteExecutor(Executor):
                                                if self.view_limited else "everything the user can read"),
             "own_job_directory": True,
             "enforced_by": enforced,
-            "proc": "/proc/cpuinfo and /proc/meminfo only" if landlocked else
+            "proc": PROC_READS if landlocked else
                     "the zygote's and its children's entries" if self.view_limited else "every process's entries",
             "guarantees": {name: landlocked or (self.view_limited and name in OUT_OF_VIEW) for name in READ_GUARANTEES},
         }

@@ -30,6 +30,7 @@ The first frame the zygote writes is its capability report: {"ready": true, ...}
 from __future__ import annotations
 
 import argparse
+import fcntl
 import importlib
 import json
 import marshal
@@ -251,14 +252,24 @@ class Forker:
 
     def _confine_child(self, job: dict, workdir: str, out_w: int, err_w: int, res_w: int, ruleset: int | None) -> None:
         os.setsid()
+        own_proc = None
         if ruleset is not None:  # first: the dup2s below may reuse its number
+            # Its own /proc entries (/proc/self is this process only now, after the fork);
+            # the directory stays open as fd 4 while the program runs (confine.allow_own_proc).
+            own_proc = confine.allow_own_proc(ruleset)
             confine.enforce_ruleset(ruleset)
+            if own_proc is not None and own_proc < 4:  # 3 may be free in the forker: out of the dup2s' way
+                moved = fcntl.fcntl(own_proc, fcntl.F_DUPFD_CLOEXEC, 4)
+                os.close(own_proc)
+                own_proc = moved
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
         os.dup2(out_w, 1)
         os.dup2(err_w, 2)
         os.dup2(res_w, 3)
-        os.closerange(4, 65536)  # the forker's socket, the memfds, the read rules
+        if own_proc is not None and own_proc != 4:
+            os.dup2(own_proc, 4, inheritable=False)
+        os.closerange(4 if own_proc is None else 5, 65536)  # the forker's socket, the memfds, the read rules
         os.chdir(workdir)
         os.environ["HOME"] = os.environ["TMPDIR"] = workdir  # the rest is SAFE_ENV already (main)
         tempfile.tempdir = workdir
@@ -326,7 +337,10 @@ class Zygote:
         # Opened once: per job only the rules are added (confine.read_rules).
         self.read_rules = confine.read_rules(readable) if landlock else []
         self.output_cap = output_cap
-        self.root = tempfile.mkdtemp(prefix="codea1-zygote-")
+        # Names of letters, digits and underscores only, as mkdtemp's own (/tmp/tmpab_c12):
+        # a program splits the paths it makes on "-" as it would in any other sandbox
+        # (BigCodeBench/1127 splits a temporary file's path on "-").
+        self.root = tempfile.mkdtemp(prefix="codea1_zygote_")
         self.switch_to = plan["switch_to"]
         if self.switch_to is not None:
             # Searchable, not listable, by the children's user: each reaches its own job's
@@ -351,11 +365,11 @@ class Zygote:
         # without Landlock made it), mkdtemp's random name, never a directory made by another.
         # The zygote's secret in the name: a child of another zygote cannot guess it.
         self.jobs_run += 1
-        workdir = os.path.join(self.root, f"job-{self.jobs_run}-{self.job_secret}")
+        workdir = os.path.join(self.root, f"job_{self.jobs_run}_{self.job_secret}")
         try:
             os.mkdir(workdir, 0o700)
         except FileExistsError:
-            workdir = tempfile.mkdtemp(prefix="job-", dir=self.root)
+            workdir = tempfile.mkdtemp(prefix="job_", dir=self.root)
         if self.switch_to is not None:  # the child's user owns it (the zygote, root, still removes it)
             try:
                 os.chown(workdir, *self.switch_to)

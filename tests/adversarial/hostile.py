@@ -485,6 +485,27 @@ def _cwd_files():
         if data:
             yield data
 
+def _self_files(known):
+    # Its own /proc entries are the program's to read: the paths it knows (the benchmark's, the
+    # decoys') and those its entries name (the command line and environment inherited from the
+    # zygote, its mounts), each opened directly and through its own /proc links, and the data
+    # files globbed in the directories named.
+    import re as _re
+    named = list(known)
+    for entry in ("cmdline", "environ", "mountinfo"):
+        try:
+            with open("/proc/self/" + entry, "rb") as fh:
+                text = fh.read().decode(errors="replace")
+        except OSError:
+            continue
+        named += [t for t in _re.split(r"[\0\s=:,]", text) if t.startswith("/") and t not in named]
+    for path in named:
+        for via in ("", "/proc/self/root", "/proc/thread-self/root", "/proc/self/cwd/" + "../" * 40):
+            target = via + path if not via.endswith("/") else via + path.lstrip("/")
+            yield target
+            for pattern in ("/*.json", "/*.jsonl", "/*.gz", "/*/*.json", "/*/*.jsonl", "/*/*.gz"):
+                yield from _glob.glob(target + pattern)
+
 def _steal(marker, files):
     for path in files:
         text = _answer_in(path, marker)
@@ -495,10 +516,12 @@ def _steal(marker, files):
 '''
 
 
-def steal_program(wrong: str, marker: str, source: str, patterns: tuple[str, ...] = ()) -> str:
+def steal_program(wrong: str, marker: str, source: str, patterns: tuple[str, ...] = (), known: tuple = ()) -> str:
     """``wrong`` then, at import, the reference (the record whose code holds ``marker``)
-    found through ``source`` (glob, cmdline, cwd) exec'd over it."""
-    call = {"glob": f"_glob_files({list(patterns)!r})", "cmdline": "_proc_files()", "cwd": "_cwd_files()"}[source]
+    found through ``source`` (glob, cmdline, cwd; self: ``known`` paths and those its own
+    /proc entries name, through its own /proc links) exec'd over it."""
+    call = {"glob": f"_glob_files({list(patterns)!r})", "cmdline": "_proc_files()", "cwd": "_cwd_files()",
+            "self": f"_self_files({[str(p) for p in known]!r})"}[source]
     return wrong + FIND_ANSWER + f"_steal({marker!r}, {call})\n"
 
 
@@ -707,6 +730,12 @@ def program_cases(decoys: Decoys) -> list[ProgramCase]:
                     steal_program(SCALE_WRONG, "def scale(", "cmdline")),
         ProgramCase("bigcodebench-glob-benchmark-file", "d", bcb,
                     steal_program(BCB_WRONG, "def task_func(n_keys, n_values", "glob", ("BigCodeBench-*.jsonl.gz",))),
+        # its own /proc entries are readable (issue 34, 8): through them, still no data file
+        ProgramCase("kodcode-proc-self-links-benchmark-file", "d", kod,
+                    steal_program(GRAY_WRONG, gray, "self", known=(decoys.data_file, SHARED_DATA / KODCODE_FILE))),
+        ProgramCase("bigcodebench-proc-self-links-benchmark-file", "d", bcb,
+                    steal_program(BCB_WRONG, "def task_func(n_keys, n_values", "self",
+                                  known=(SHARED_DATA / BIGCODEBENCH_FILE,))),
         ProgramCase("call-reference-cache", "d", "call", CACHE_LOOKUP),
         ProgramCase("call-mistake-book-of-run-directory", "d", "call", MISTAKE_BOOK_LOOKUP),
         # (f) anything else: verdicts other than pass that escape a fail

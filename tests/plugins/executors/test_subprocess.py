@@ -77,7 +77,9 @@ def test_a_program_sees_the_safe_environment_and_its_own_file(executor):
     _, raw = run_code(executor, code, "assert f(1) == 0", "f", fail_fast=False)
     env, here, temp_here, file_here, has_source = raw.outcomes[0].value
     assert env == {**SAFE_ENV, "HOME": here, "TMPDIR": here}
-    assert here.startswith("/") and os.path.basename(here).startswith("job-")
+    assert here.startswith("/") and os.path.basename(here).startswith("job_")
+    # Its names and the zygote's hold no "-": paths split on it as elsewhere (BigCodeBench/1127).
+    assert "-" not in os.path.relpath(here, os.path.dirname(os.path.dirname(here)))
     assert temp_here and file_here and has_source
 
 
@@ -156,10 +158,10 @@ def test_a_program_without_landlock_cannot_plant_files_for_the_next_job(plugins,
     try:
         switched = ex.info()["privileges"]["uid_switch"].startswith("switched")
         plant = ("import os\ndef f(x):\n    here = os.getcwd()\n    root, name = os.path.split(here)\n"
-                 "    _, n, secret = name.split('-')\n    for k in range(int(n) + 1, int(n) + 4):\n"
-                 "        try:\n            os.mkdir(os.path.join(root, f'job-{k}-{secret}'))\n"
+                 "    _, n, secret = name.split('_')\n    for k in range(int(n) + 1, int(n) + 4):\n"
+                 "        try:\n            os.mkdir(os.path.join(root, f'job_{k}_{secret}'))\n"
                  "        except PermissionError:\n            return 'refused'\n"
-                 "        open(os.path.join(root, f'job-{k}-{secret}', 'planted.txt'), 'w').write('answer')\n"
+                 "        open(os.path.join(root, f'job_{k}_{secret}', 'planted.txt'), 'w').write('answer')\n"
                  "    return 'planted'\n")
         verdict, _ = run_code(ex, plant, f"assert f(1) == {'refused' if switched else 'planted'!r}", "f")
         assert verdict.status == PASS, verdict  # without Landlock the zygote's own user could write there
