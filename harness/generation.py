@@ -98,12 +98,16 @@ class Generator:
         self.close()
 
 
+def looks_like_path(model: str) -> bool:
+    """A name only a directory can have: "./x", "/x", "~/x", "a/b/c", "x/" (a hub name is "org/name")."""
+    return model.startswith((".", "/", "~")) or model.count("/") > 1 or model.endswith("/")
+
+
 def load_tokenizer(transformers, model: str, what: str, trust_remote_code: bool = False):
     """transformers' tokenizer of ``model`` (a checkpoint directory or a hub name), the first
     thing loaded from it: a path that is not there, or a name that cannot be fetched, is a
     one-line error naming ``what`` (the flag or config key), not transformers' traceback."""
-    looks_like_path = model.startswith((".", "/", "~")) or model.count("/") > 1 or model.endswith("/")
-    if looks_like_path and not Path(model).expanduser().exists():
+    if looks_like_path(model) and not Path(model).expanduser().exists():
         raise GenerationError(f"{what} {model}: no such checkpoint directory")
     try:
         return transformers.AutoTokenizer.from_pretrained(model, trust_remote_code=trust_remote_code)

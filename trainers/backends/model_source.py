@@ -16,14 +16,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from codea1.harness.generation import GenerationError
+from codea1.harness.generation import GenerationError, looks_like_path
 
 HUB_TIMEOUT_S = 10  # the one request asking the hub about a name the cache lacks
-
-
-def looks_like_path(model: str) -> bool:
-    """A name only a directory can have (load_tokenizer's rule): "./x", "/x", "~/x", "a/b/c", "x/"."""
-    return model.startswith((".", "/", "~")) or model.count("/") > 1 or model.endswith("/")
 
 
 def cached_snapshot(model: str) -> str | None:
