@@ -26,6 +26,7 @@ from codea1.harness.hookspecs import hookimpl
 from codea1.harness.jsonl import json_records
 from codea1.harness.records import Problem, TestCase
 from codea1.harness.script_tests import split_test
+from codea1.harness.syntax import parse_untrusted
 
 
 class KodCode(Benchmark):
@@ -70,7 +71,7 @@ def golden_tests(test_code: str, entry_point: str) -> list[TestCase]:
     script (when any test is left in it)."""
     script = test_code if "from solution import" in test_code else "from solution import *\n" + test_code
     try:
-        module = ast.parse(script)
+        module = parse_untrusted(script)
     except SyntaxError:
         return [TestCase(id="pytest/script", kind="script", script=script, framework="pytest")]
     solution = {entry_point} | {a.asname or a.name for node in module.body

@@ -19,6 +19,7 @@ from codea1.harness.benchmark import Benchmark, BenchmarkError
 from codea1.harness.hookspecs import hookimpl
 from codea1.harness.jsonl import json_records
 from codea1.harness.records import Problem
+from codea1.harness.syntax import quiet_parsing
 
 # The imports the reference evaluation puts above each function and its tests.
 IMPORT_HEADER = ("import math\nimport re\nimport string\nimport itertools\nimport collections\nimport heapq\n"
@@ -46,7 +47,8 @@ class UnLeakedTestBench(Benchmark):
             raw_tests = rec.get("test_list", [])
             if isinstance(raw_tests, str):
                 try:
-                    raw_tests = ast.literal_eval(raw_tests)
+                    with quiet_parsing():
+                        raw_tests = ast.literal_eval(raw_tests)
                 except (ValueError, SyntaxError) as exc:
                     raise BenchmarkError(f"{where}: task {rec['task_id']}: field 'test_list' is not a list: {exc}") from None
             tests = []

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 
 from codea1.harness import testdata
 from codea1.harness.records import TestCase
+from codea1.harness.syntax import parse_untrusted
 from codea1.harness.testdata import NotData
 
 _OPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
@@ -98,7 +99,7 @@ def _assert_node(source: str) -> tuple[str, ast.expr]:
     except NotData as exc:
         raise AssertParseError(exc.reason, source) from None
     try:
-        module = ast.parse(text)
+        module = parse_untrusted(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         raise AssertParseError(f"syntax error: {getattr(exc, 'msg', exc)}", source) from None
     if len(module.body) != 1 or not isinstance(module.body[0], ast.Assert):
@@ -307,7 +308,7 @@ def parse_asserts(text: str, entry_point: str | None = None, id_prefix: str = "a
     tests: list[TestCase] = []
     rejected: list[Rejected] = []
     try:
-        statements = [(stmt.lineno, ast.get_source_segment(text, stmt)) for stmt in ast.parse(text).body]
+        statements = [(stmt.lineno, ast.get_source_segment(text, stmt)) for stmt in parse_untrusted(text).body]
     except SyntaxError:
         statements = [(i + 1, line) for i, line in enumerate(text.splitlines()) if line.strip()]
     for lineno, stmt in statements:

@@ -20,6 +20,7 @@ import re
 from dataclasses import asdict, dataclass, field
 
 from codea1.harness.asserts import AssertParseError, parse_assert
+from codea1.harness.syntax import parse_untrusted, quiet_parsing
 
 _FENCE = re.compile(r"^[ \t]*```[ \t]*([\w+-]*)[^\n]*\n(.*?)^[ \t]*```", re.S | re.M)
 _UNCLOSED = re.compile(r"^[ \t]*```[ \t]*([\w+-]*)[^\n]*\n(.*)\Z", re.S | re.M)
@@ -55,7 +56,8 @@ def _sanitize(code: str, entry_point: str | None) -> tuple[str, str]:
     except ImportError:
         return code, "none"
     try:
-        cleaned = sanitize(code, entry_point)
+        with quiet_parsing():  # it checks the syntax with ast.parse
+            cleaned = sanitize(code, entry_point)
     except Exception:  # the sanitizer is a help, never a failure
         return code, "none (evalplus' sanitizer failed)"
     return (cleaned, "evalplus") if cleaned.strip() else (code, "none (evalplus' sanitizer found nothing)")
@@ -94,7 +96,7 @@ def extract_code(response: str, entry_point: str | None = None, sanitize: bool =
         code, sanitizer = _sanitize(code, entry_point)
     code = code.strip("\n") + "\n" if code.strip() else ""
     try:
-        ast.parse(code)
+        parse_untrusted(code)
         error = None
     except SyntaxError as exc:
         error = f"line {exc.lineno}: {exc.msg}"
@@ -129,7 +131,7 @@ def _statements(code: str) -> list[tuple[int, str]]:
     """Top-level statements with their line; line by line when the block does not parse,
     so one broken assert does not lose the others."""
     try:
-        tree = ast.parse(code)
+        tree = parse_untrusted(code)
         return [(node.lineno, ast.get_source_segment(code, node) or "") for node in tree.body]
     except SyntaxError:
         pass
@@ -157,7 +159,7 @@ def _statements(code: str) -> list[tuple[int, str]]:
 
 def _parses(text: str) -> bool:
     try:
-        ast.parse(text)
+        parse_untrusted(text)
         return True
     except SyntaxError:
         return False
@@ -166,7 +168,7 @@ def _parses(text: str) -> bool:
 def _normal(test_source: str) -> str:
     """Two asserts that differ only in spacing or quotes are the same test."""
     try:
-        return ast.dump(ast.parse(test_source.strip()))
+        return ast.dump(parse_untrusted(test_source.strip()))
     except SyntaxError:
         return test_source.strip()
 
@@ -233,7 +235,7 @@ def with_prompt_imports(prompt: str, code: str) -> str:
     if not code.strip():
         return code
     try:
-        tree = ast.parse(prompt)
+        tree = parse_untrusted(prompt)
     except SyntaxError:
         return code
     imports = [ast.get_source_segment(prompt, n) for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]

@@ -19,6 +19,7 @@ import tomllib
 
 from codea1.harness.errors import Codea1Error
 from codea1.harness.records import Problem
+from codea1.harness.syntax import parse_untrusted
 
 BUILTIN = Path(__file__).parent / "prompts" / "paper.toml"
 PLACEHOLDERS = ("question", "code", "k", "entry_point")
@@ -121,7 +122,7 @@ def question_text(problem: Problem) -> str:
 
 def signature_of(source: str, name: str) -> str:
     try:
-        tree = ast.parse(source)
+        tree = parse_untrusted(source)
     except SyntaxError:
         return ""
     for node in ast.walk(tree):

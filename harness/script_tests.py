@@ -587,8 +587,10 @@ class RewrittenScript:
 
 def rewrite_script(script: str, framework: str) -> tuple[RewrittenScript | None, str]:
     """(the rewritten script, "") or (None, why it stays in-process)."""
+    from codea1.harness.syntax import parse_untrusted  # parent side: this module's imports travel to the sandbox
+
     try:
-        module = ast.parse(script)
+        module = parse_untrusted(script)
     except SyntaxError as exc:
         return None, f"syntax error: {exc}"
     _drop_redefined(module)
@@ -648,8 +650,10 @@ def split_test(test) -> list:
     if whole is not test or test.kind != "script" or test.judged == "parent":
         return [whole]
     framework = test.framework or "unittest"
+    from codea1.harness.syntax import parse_untrusted  # parent side, as rewrite_script
+
     try:
-        module = ast.parse(test.script)
+        module = parse_untrusted(test.script)
     except SyntaxError:
         return [test]
     _drop_redefined(module)

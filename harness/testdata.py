@@ -29,6 +29,8 @@ import operator
 import re
 from typing import Any, Callable
 
+from codea1.harness.syntax import parse_untrusted
+
 MAX_WORK = 300_000  # interpreted steps per expression (a node, an iteration, an element walked)
 MAX_MEMORY = 10_000_000  # units allocated per expression (an element, a character, 64 bits of an integer)
 MAX_DATA = 4_000_000  # size of a finished value, shared parts counted each time (as it is encoded)
@@ -63,7 +65,7 @@ def evaluate_text(text: str) -> Any:
     """The value of an expression's text (see the module's docstring); raises NotData."""
     check_source(text)
     try:
-        tree = ast.parse(text.strip(), mode="eval")
+        tree = parse_untrusted(text.strip(), mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         raise NotData(f"syntax error: {getattr(exc, 'msg', exc)}") from None
     return evaluate(tree.body)

@@ -38,6 +38,7 @@ from codea1.harness.progress import stage_bar
 from codea1.harness.records import PASS, SANDBOX_ERROR, ExecJob, Problem, TestCase
 from codea1.harness.run import ExecutingRunConfig, Run, open_run
 from codea1.harness.samples import code_hash, load_samples
+from codea1.harness.syntax import parse_untrusted
 
 
 # -- pure selection ------------------------------------------------------------------------------
@@ -87,7 +88,7 @@ def unique_tests(suites: Sequence[Sequence[str]]) -> tuple[list[str], list[int]]
     for s, suite in enumerate(suites):
         for src in suite:
             try:
-                key = ast.dump(ast.parse(src.strip()))
+                key = ast.dump(parse_untrusted(src.strip()))
             except SyntaxError:
                 key = src.strip()
             if key not in seen:

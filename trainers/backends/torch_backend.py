@@ -6,12 +6,24 @@ checkpoint directory or hub name (a hub name from the local cache first, the hub
 most once: ``model_source``). A frozen copy of the starting weights is the reference
 policy for the KL term.
 
-Rollouts: prompts through the tokenizer's chat template (``codea1.harness.prompts``), left
-padded, sampled with ``model.generate`` under a seed per call, from softmax(logits /
-temperature) with top-p as asked and nothing else (a checkpoint's own generation defaults,
-such as top_k or a repetition penalty, are overridden); each response then gets its
-per-token log-probabilities from one forward pass (logits divided by the sampling
-temperature, the distribution it was drawn from).
+Rollouts: prompts through the tokenizer's chat template (``codea1.harness.prompts``),
+sampled by a rollout engine (``rollout_engine``, trainers/backends/rollouts/) from
+softmax(logits / temperature) with top-p as asked and nothing else (a checkpoint's own
+generation defaults, such as top_k or a repetition penalty, are overridden), under a seed
+per call:
+
+- ``transformers`` (default): the policy model itself; prompts bucketed by length into
+  batches of ``generation_batch`` sequences (0: from the free device memory); ``decode``
+  ``eager`` (auto on a CPU: finished sequences leave the batch) or ``compiled`` (auto on
+  CUDA: a static KV cache, the decode step compiled). Each response then gets its per-token
+  log-probabilities from one forward pass of the policy (logits divided by the sampling
+  temperature, the distribution it was drawn from).
+- ``vllm``: one vLLM engine in this process on the policy's device, given the policy's
+  weights after every update and load; the samples carry the engine's log-probabilities.
+  ``vllm_gpu_memory_utilization`` (0.3: the device share it takes, after the policy),
+  ``vllm_kv_cache_gb`` (instead: the KV cache's size), ``vllm_max_model_len`` (0: the
+  model's), ``vllm_sleep`` (on CUDA: the engine sleeps between generate calls, giving its
+  memory to the update), ``vllm_enforce_eager``.
 
 Update (GRPO with token-level aggregation, as in the paper): for every response token,
 ratio = exp(logp - logp_old); policy loss = -min(ratio A, clip(ratio, 1 - clip_low,
@@ -40,13 +52,13 @@ On a GPU: ``dtype = "bfloat16"`` and ``gradient_checkpointing = true``. Options:
 ``model`` (required), ``device`` (auto|cpu|cuda|cuda:N), ``dtype`` (float32|bfloat16|
 float16), ``lr``, ``weight_decay``, ``clip_low``, ``clip_high``, ``kl_coef``,
 ``micro_batch_size``, ``mini_batch_size``, ``ppo_epochs``, ``max_grad_norm``,
-``gradient_checkpointing``, ``generation_batch`` (sequences per generate call),
-``trust_remote_code``.
+``gradient_checkpointing``, ``trust_remote_code``, and the rollout options above.
 """
 
 from __future__ import annotations
 
 import copy
+import difflib
 import json
 import random
 from dataclasses import dataclass
@@ -59,21 +71,39 @@ from codea1.harness.prompts import chat_prompt
 from codea1.harness.training import BackendUnavailable, PolicyBackend, PolicySample
 from codea1.trainers.backends.model_source import local_model, offline_error
 from codea1.trainers.backends.policy_update import PolicyUpdateOptions, Rollout
+from codea1.trainers.backends.rollouts import ENGINES, engine_class
 
 
 @dataclass
 class TorchBackendOptions(PolicyUpdateOptions):
     device: str = "auto"
     dtype: str = "float32"
-    generation_batch: int = 16
     trust_remote_code: bool = False
+    rollout_engine: str = "transformers"
+    generation_batch: int = 0  # sequences per batch; 0: from the free device memory
+    decode: str = "auto"
+    vllm_gpu_memory_utilization: float = 0.3
+    vllm_kv_cache_gb: float = 0.0
+    vllm_max_model_len: int = 0
+    vllm_sleep: bool = True
+    vllm_enforce_eager: bool = False
 
     def __post_init__(self):
         super().__post_init__()
         if self.dtype not in ("float32", "bfloat16", "float16"):
             raise ValueError(f"option 'dtype' must be float32, bfloat16 or float16, not {self.dtype!r}")
-        if self.generation_batch < 1:
-            raise ValueError("option 'generation_batch' must be at least 1")
+        if self.rollout_engine not in ENGINES:
+            close = difflib.get_close_matches(self.rollout_engine, ENGINES, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ValueError(f"option 'rollout_engine' must be one of {', '.join(ENGINES)}, not "
+                             f"{self.rollout_engine!r}{hint}")
+        if self.decode not in ("auto", "eager", "compiled"):
+            raise ValueError(f"option 'decode' must be auto, eager or compiled, not {self.decode!r}")
+        if self.generation_batch < 0:
+            raise ValueError("option 'generation_batch' must be >= 0 (0: from the free device memory)")
+        if not 0 < self.vllm_gpu_memory_utilization <= 1 or self.vllm_kv_cache_gb < 0 or self.vllm_max_model_len < 0:
+            raise ValueError("options 'vllm_gpu_memory_utilization' must be in (0, 1], 'vllm_kv_cache_gb' and "
+                             "'vllm_max_model_len' >= 0")
 
 
 def clipped_policy_loss(torch, logp, old, advantage, clip_low: float, clip_high: float):
@@ -130,60 +160,30 @@ class TorchBackend(PolicyBackend):
                 p.requires_grad_(False)
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=o.lr, weight_decay=o.weight_decay)
         self.updates = 0
+        self.engine = engine_class(o.rollout_engine)(self)  # after the policy: a vLLM engine takes what it leaves
 
     # -- rollouts ------------------------------------------------------------------------------
     def generate(self, prompts: Sequence[list[dict[str, str]]], n: int, sampling: SamplingParams,
                  seed: int) -> list[list[PolicySample]]:
-        torch, tok = self.torch, self.tokenizer
-        rows = [(p, chat_prompt(tok, messages)) for p, messages in enumerate(prompts) for _ in range(n)]
-        out: list[list[PolicySample]] = [[] for _ in prompts]
+        tok = self.tokenizer
+        prompt_ids = [tok(chat_prompt(tok, messages), add_special_tokens=False)["input_ids"] for messages in prompts]
+        rows = [p for p in range(len(prompts)) for _ in range(n)]
+        responses = self.engine.generate([prompt_ids[p] for p in rows], sampling, seed)
+        samples = [PolicySample(tok.decode(r.token_ids, skip_special_tokens=True), r.token_ids, r.logprobs or [],
+                                r.finish, Rollout(prompt_ids[p], sampling.temperature or 1.0))
+                   for p, r in zip(rows, responses)]
+        unscored = [s for s, r in zip(samples, responses) if r.logprobs is None]
         self.model.eval()
-        step = self.options.generation_batch
-        for start in range(0, len(rows), step):
-            batch = rows[start:start + step]
-            enc = tok([text for _, text in batch], return_tensors="pt", padding=True,
-                      add_special_tokens=False).to(self.device)
-            torch.manual_seed(seed + start)
-            with torch.no_grad():
-                generated = self.model.generate(**enc, generation_config=self._generation_config(sampling))
-            width = enc["input_ids"].shape[1]
-            for (p, _), prompt_row, mask, row in zip(batch, enc["input_ids"], enc["attention_mask"], generated):
-                prompt_ids = prompt_row[mask.bool()].tolist()
-                response, finish = self._response(row[width:].tolist())
-                out[p].append(PolicySample(tok.decode(response, skip_special_tokens=True), response, [], finish,
-                                           Rollout(prompt_ids, sampling.temperature or 1.0)))
-        flat = [s for samples in out for s in samples]
-        for start in range(0, len(flat), self.options.micro_batch_size):
-            chunk = flat[start:start + self.options.micro_batch_size]
-            with torch.no_grad():
+        for start in range(0, len(unscored), self.options.micro_batch_size):
+            chunk = unscored[start:start + self.options.micro_batch_size]
+            with self.torch.no_grad():
                 logps = self._logprobs(self.model, chunk)
             for sample, lp in zip(chunk, logps):
                 sample.logprobs = lp.tolist()
+        out: list[list[PolicySample]] = [[] for _ in prompts]
+        for p, sample in zip(rows, samples):
+            out[p].append(sample)
         return out
-
-    def _generation_config(self, sampling: SamplingParams):
-        """Exactly the sampling the log-probs describe: softmax(logits / temperature), top-p
-        only as asked. A checkpoint's generation_config.json (Qwen2.5's says top_k 20,
-        repetition_penalty 1.05) must not reshape the distribution behind the policy's back:
-        the loss's ratios would be taken against another distribution than the one sampled."""
-        import transformers
-
-        tok = self.tokenizer
-        common = {"max_new_tokens": sampling.max_tokens, "pad_token_id": tok.pad_token_id,
-                  "eos_token_id": tok.eos_token_id, "top_k": 0, "repetition_penalty": 1.0}
-        if sampling.temperature > 0:
-            return transformers.GenerationConfig(do_sample=True, temperature=sampling.temperature,
-                                                 top_p=sampling.top_p, **common)
-        return transformers.GenerationConfig(do_sample=False, **common)
-
-    def _response(self, ids: list[int]) -> tuple[list[int], str]:
-        """The response up to and including end-of-sequence, and why it ended."""
-        tok = self.tokenizer
-        if tok.eos_token_id in ids:
-            return ids[: ids.index(tok.eos_token_id) + 1], "stop"
-        while ids and ids[-1] == tok.pad_token_id:
-            ids = ids[:-1]
-        return ids, "length"
 
     def _logprobs(self, model, samples: Sequence[PolicySample]) -> list[Any]:
         """Per response token, log p(token | prefix) under ``model`` at each sample's
@@ -262,6 +262,7 @@ class TorchBackend(PolicyBackend):
             stats["loss"] += loss.item() * share
         grad_norm = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), o.max_grad_norm))
         self.optimizer.step()
+        self.engine.sync()
         return grad_norm
 
     def supervised(self, prompts: Sequence[list[dict[str, str]]], targets: Sequence[str]) -> dict[str, float]:
@@ -284,6 +285,7 @@ class TorchBackend(PolicyBackend):
             loss_sum += loss.item()
         grad_norm = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), o.max_grad_norm))
         self.optimizer.step()
+        self.engine.sync()
         self.updates += 1
         return {"loss": loss_sum, "tokens": float(total), "grad_norm": grad_norm}
 
@@ -305,6 +307,7 @@ class TorchBackend(PolicyBackend):
         state = json.loads((path / "backend.json").read_text())
         self.updates = state["updates"]
         torch.set_rng_state(torch.tensor(state["rng"], dtype=torch.uint8))
+        self.engine.sync()  # the engine samples from the loaded weights
 
     def export(self, directory: str) -> None:
         from transformers.utils import logging
@@ -316,12 +319,15 @@ class TorchBackend(PolicyBackend):
     def info(self) -> dict:
         loaded = {"loaded_from": self.source} if self.source != self.options.model else {}  # a hub name's snapshot
         return {"backend": self.name, "model": self.options.model, **loaded, "device": self.device,
-                "dtype": str(self.model.dtype), "parameters": sum(p.numel() for p in self.model.parameters())}
+                "dtype": str(self.model.dtype), "parameters": sum(p.numel() for p in self.model.parameters()),
+                **self.engine.info()}
 
     def close(self) -> None:
         # The weights, the reference copy and the optimiser state: freed now, not when the
         # flow's last reference goes (a GPU's memory matters to whatever runs next).
-        self.model = self.reference = self.optimizer = None
+        if getattr(self, "engine", None) is not None:
+            self.engine.close()
+        self.model = self.reference = self.optimizer = self.engine = None
 
 
 @hookimpl

@@ -13,6 +13,7 @@ from typing import Any, Mapping, Sequence
 
 from codea1.harness.asserts import _calls
 from codea1.harness.records import Problem, TestCase
+from codea1.harness.syntax import parse_untrusted
 from codea1.harness.validity import check_suites, parse_suite
 
 # Statuses of a generated test, position by position: the test keeps its place in the suite.
@@ -44,7 +45,7 @@ def call_key(test: TestCase) -> str:
         return repr((test.args, test.kwargs, test.wrap))
     source = test.call
     try:
-        return ast.dump(ast.parse(source, mode="eval"))
+        return ast.dump(parse_untrusted(source, mode="eval"))
     except SyntaxError:
         return source
 
@@ -71,7 +72,7 @@ def call_source(test: TestCase, entry_point: str | None) -> str:
 
     if test.call is not None:
         return test.call
-    node = ast.parse(test.source or "").body[0].test
+    node = parse_untrusted(test.source or "").body[0].test
     left, right = node.left, node.comparators[0]
     side = right if entry_point and _calls(right, entry_point) else left
     return ast.get_source_segment(test.source, side) or ast.unparse(side)

@@ -1,0 +1,120 @@
+"""The torch backend's ``transformers`` rollout engine on the tiny model: prompts bucketed by
+length, finished sequences leave the batch (the model is fed exactly one row per generated
+token), a response does not depend on the batch it shares (so the batch size chosen from
+free memory cannot change a run), greedy decoding equals transformers' own ``generate``,
+and the compiled path (static cache, compiled step) decodes the same tokens."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="torch is not installed (pip install 'codea1[hf]')")
+
+from codea1.harness.generation import SamplingParams  # noqa: E402
+
+# Prompts of different lengths: the engine sorts them into buckets and must put each
+# response back in its place.
+PROMPTS = [[{"role": "user", "content": "Write a function " + "that adds numbers " * i + "."}] for i in (3, 0, 5, 1)]
+SAMPLED = SamplingParams(temperature=1.0, top_p=0.9, max_tokens=24)
+GREEDY = SamplingParams(temperature=0.0, top_p=1.0, max_tokens=24)
+
+
+def backend(plugins, model, **options):
+    return plugins.backends.create("torch", {"model": str(model), "device": "cpu",
+                                             **{k: str(v) for k, v in options.items()}}, seed=0)
+
+
+def favour_eos(b, bias: float = 3.0) -> None:
+    """The random model rarely ends a response: raise its end-of-sequence logit by ``bias``
+    (a hook on the LM head, so sampling and the log-prob pass see the same model)."""
+    eos = b.tokenizer.eos_token_id
+
+    def hook(module, inputs, logits):
+        shift = torch.zeros(logits.shape[-1], dtype=logits.dtype)
+        shift[eos] = bias
+        return logits + shift
+
+    b.model.lm_head.register_forward_hook(hook)
+
+
+def ids(groups):
+    return [[s.token_ids for s in samples] for samples in groups]
+
+
+def test_finished_sequences_stop_costing_and_the_batch_does_not_change_a_response(plugins, tiny_model):
+    runs = {}
+    for batch in (1, 3, 0):  # one at a time, buckets of 3, the size chosen from free memory
+        b = backend(plugins, tiny_model, generation_batch=batch)
+        favour_eos(b)
+        groups = b.generate(PROMPTS, 3, SAMPLED, seed=4)
+        runs[batch] = ids(groups)
+        samples = [s for row in groups for s in row]
+        # every row fed to the model produced one token: a finished response costs nothing more
+        assert b.engine.forward_rows == sum(len(s.token_ids) for s in samples)
+    assert runs[1] == runs[3] == runs[0]
+    finishes = [s.finish_reason for row in groups for s in row]
+    assert "stop" in finishes and "length" in finishes  # rows ended at different steps
+    assert b.engine.forward_rows < len(samples) * SAMPLED.max_tokens
+    for s in samples:  # a stopped response ends with end-of-sequence, and only there
+        eos = b.tokenizer.eos_token_id
+        assert (s.token_ids[-1] == eos) == (s.finish_reason == "stop") and eos not in s.token_ids[:-1]
+        assert len(s.logprobs) == len(s.token_ids)
+    assert b.info()["rollout_engine"] == "transformers" and b.info()["decode"] == "eager"
+
+
+def test_samples_follow_the_seed_and_the_engine_keeps_prompt_order(plugins, tiny_model):
+    b = backend(plugins, tiny_model, generation_batch=2)
+    first = b.generate(PROMPTS, 2, SAMPLED, seed=9)
+    assert ids(first) == ids(b.generate(PROMPTS, 2, SAMPLED, seed=9))
+    assert ids(first) != ids(b.generate(PROMPTS, 2, SAMPLED, seed=10))
+    alone = b.generate(PROMPTS[2:3], 2, SAMPLED, seed=9)  # the third prompt alone is response 4 and 5 of the call
+    assert ids(alone)[0] != ids(first)[2]  # its seeds are those of its own indices, 0 and 1
+    tok = b.tokenizer
+    for messages, samples in zip(PROMPTS, first):  # each sample carries its own prompt
+        assert tok.decode(samples[0].handle.prompt_ids).count(messages[0]["content"]) == 1
+
+
+def test_greedy_decoding_equals_transformers_generate(plugins, tiny_model):
+    import transformers
+
+    b = backend(plugins, tiny_model, generation_batch=4)
+    favour_eos(b, bias=2.0)
+    ours = b.generate(PROMPTS, 1, GREEDY, seed=0)
+    tok = b.tokenizer
+    for messages, (sample,) in zip(PROMPTS, ours):
+        prompt = torch.tensor([sample.handle.prompt_ids])
+        config = transformers.GenerationConfig(do_sample=False, max_new_tokens=GREEDY.max_tokens,
+                                               eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
+        with torch.no_grad():
+            theirs = b.model.generate(input_ids=prompt, attention_mask=torch.ones_like(prompt),
+                                      generation_config=config)[0, prompt.shape[1]:].tolist()
+        assert sample.token_ids == theirs
+
+
+def test_the_batch_chosen_from_free_memory_fits_the_model(plugins, tiny_model):
+    b = backend(plugins, tiny_model)
+    assert b.options.generation_batch == 0
+    size = b.engine.auto_batch(width=300, max_tokens=512)
+    assert 1 <= size <= 64  # the CPU's cap; the tiny model's cache is small
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("rollout_engine", "vlm", "did you mean 'vllm'"),
+    ("decode", "fast", "option 'decode' must be auto, eager or compiled"),
+    ("generation_batch", -1, "option 'generation_batch' must be >= 0"),
+])
+def test_wrong_rollout_options_fail_naming_the_key(plugins, tiny_model, key, value, message):
+    with pytest.raises(Exception, match=message):
+        backend(plugins, tiny_model, **{key: value})
+
+
+@pytest.mark.long
+def test_the_compiled_path_decodes_what_the_eager_path_does(plugins, tiny_model):
+    """A static KV cache and a compiled step (what CUDA gets by default), here on the CPU:
+    greedy tokens equal the eager path's; a second call reuses the compiled step."""
+    eager = backend(plugins, tiny_model, generation_batch=4, decode="eager")
+    compiled = backend(plugins, tiny_model, generation_batch=4, decode="compiled")
+    assert compiled.info()["decode"] == "compiled"
+    assert ids(compiled.generate(PROMPTS, 1, GREEDY, seed=0)) == ids(eager.generate(PROMPTS, 1, GREEDY, seed=0))
+    sampled = compiled.generate(PROMPTS, 2, SAMPLED, seed=3)
+    assert ids(sampled) == ids(compiled.generate(PROMPTS, 2, SAMPLED, seed=3))

