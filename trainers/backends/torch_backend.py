@@ -172,7 +172,9 @@ class TorchBackend(PolicyBackend):
         samples = [PolicySample(tok.decode(r.token_ids, skip_special_tokens=True), r.token_ids, r.logprobs or [],
                                 r.finish, Rollout(prompt_ids[p], sampling.temperature or 1.0))
                    for p, r in zip(rows, responses)]
-        unscored = [s for s, r in zip(samples, responses) if r.logprobs is None]
+        # by length: a micro-batch of the log-prob pass pads little
+        unscored = sorted((s for s, r in zip(samples, responses) if r.logprobs is None),
+                          key=lambda s: len(s.handle.prompt_ids) + len(s.token_ids))
         self.model.eval()
         for start in range(0, len(unscored), self.options.micro_batch_size):
             chunk = unscored[start:start + self.options.micro_batch_size]

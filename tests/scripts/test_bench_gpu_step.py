@@ -1,0 +1,65 @@
+"""The benchmark scripts of the rollout path, run as a user runs them, on CPU with the tiny
+shape and the shipped demo problems (no ../shared/data needed): scripts/bench_gpu_step.py
+(one warm-up and one timed Code-A1 step through `codea1 train`) and
+scripts/bench_generation.py (the torch backend's generate alone)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT
+
+pytest.importorskip("torch", reason="torch is not installed (pip install 'codea1[hf]')")
+pytest.importorskip("transformers", reason="transformers is not installed (pip install 'codea1[hf]')")
+
+
+@pytest.mark.long
+def test_bench_gpu_step_times_step_two_of_a_real_train_run_on_cpu(tmp_path):
+    out = tmp_path / "bench"
+    run = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench_gpu_step.py"), "--shape", "tiny",
+                          "--device", "cpu", "--engines", "transformers", "--data", "demo", "--max-tokens", "16",
+                          "--workers", "2", "--out", str(out)],
+                         capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    bench = json.loads((out / "bench.json").read_text())
+    assert bench["model"]["shape"] == "tiny" and bench["model"]["vocab"] == 1024
+    (row,) = bench["rows"]
+    assert "error" not in row, row
+    assert set(row["timing"]) >= {"generate_code_s", "generate_tests_s", "validate_s", "execute_s", "update_s"}
+    # step 2's two generate calls, as recorded in the training process: 4 x 8 programs, 32 x 8 suites
+    assert [(c["role"], c["step"], c["sequences"]) for c in row["generate_calls"]] == [("code", 1, 32),
+                                                                                      ("tests", 1, 256)]
+    assert row["tokens_from"] == "recorded" and 0 < row["generated_tokens"] <= 288 * 16
+    assert row["tokens_per_s"] > 0 and row["step_s"] >= row["generate_code_s"] + row["generate_tests_s"]
+    assert row["gpu_util_generate"] is None and row["peak_gpu_gb"] is None  # CPU: n/a
+    config = (out / "transformers" / "config.toml").read_text()
+    assert "generation_batch" not in config  # unset unless asked: the backend's default
+    lines = run.stdout.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("engine"))
+    assert lines[header + 2].split()[:2] == ["transformers", "tiny"]
+    assert "n/a" in lines[header + 2]
+
+
+def test_bench_generation_counts_tokens_and_finish_reasons_per_configuration(tmp_path):
+    model = tmp_path / "model"
+    command = [sys.executable, str(ROOT / "scripts" / "bench_generation.py"), "--shape", "tiny", "--data", "demo",
+               "--prompts", "3", "-n", "2", "--max-tokens", "24", "--repeat", "1", "--model-dir", str(model),
+               "--generation-batch", "2", "4", "--option", "no_such_option=1", "--json"]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    out = json.loads(run.stdout)
+    assert out["model"]["eos_bias"] == 4.5 and not out["model"]["tied"]
+    assert len(set(out["prompt_tokens"])) == 3  # prompts of different lengths
+    assert out["left_out"] == ["no_such_option"]
+    assert [r["config"] for r in out["rows"]] == ["generation_batch=2", "generation_batch=4"]
+    for row in out["rows"]:
+        assert row["sequences"] == 6 and row["stop"] + row["length"] == 6
+        assert 0 < row["generated_tokens"] <= 6 * 24 and row["tokens_per_s"] > 0
+    # the weights are reused, not rebuilt: a second run reads the same directory
+    stamp = (model / "model.safetensors").stat().st_mtime_ns
+    again = subprocess.run(command[:-6] + ["--json"], capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert (model / "model.safetensors").stat().st_mtime_ns == stamp
