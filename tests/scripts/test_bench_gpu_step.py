@@ -43,6 +43,7 @@ def test_bench_gpu_step_times_step_two_of_a_real_train_run_on_cpu(tmp_path):
     assert "n/a" in lines[header + 2]
 
 
+@pytest.mark.long
 def test_bench_generation_counts_tokens_and_finish_reasons_per_configuration(tmp_path):
     model = tmp_path / "model"
     command = [sys.executable, str(ROOT / "scripts" / "bench_generation.py"), "--shape", "tiny", "--data", "demo",
