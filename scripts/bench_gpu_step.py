@@ -213,18 +213,6 @@ def torch_options():
     return {f.name for f in dataclasses.fields(TorchBackendOptions)}
 
 
-def toml_value(value) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    if isinstance(value, str):
-        return json.dumps(value)
-    if isinstance(value, list):
-        return "[" + ", ".join(toml_value(v) for v in value) + "]"
-    raise TypeError(value)
-
-
 def config_text(args, model: Path, engine: str, options: set[str]) -> str:
     cuda = args.device.startswith("cuda")
     if args.data == "demo":
@@ -241,14 +229,14 @@ def config_text(args, model: Path, engine: str, options: set[str]) -> str:
         policy["rollout_engine"] = engine
     if args.generation_batch is not None:
         policy["generation_batch"] = args.generation_batch
-    tables = {"train": {"trainer": "code-a1", "steps": 2, "batch_size": args.batch_size, "seed": 0,
-                        "checkpoint_every": 1000},
-              "benchmark": benchmark,
-              "executor": {"name": "subprocess", "workers": args.workers},
-              "trainer": {"m": 8, "n": 8, "k": 8, "topvar": 1, "alpha": 0.5, "reward_variant": "authors"},
-              "policies.code": policy, "policies.tests": policy}
-    return "".join(f"[{name}]\n" + "".join(f"{k} = {toml_value(v)}\n" for k, v in table.items()) + "\n"
-                   for name, table in tables.items())
+    from codea1.harness.flows.train import toml_text
+
+    return toml_text({"train": {"trainer": "code-a1", "steps": 2, "batch_size": args.batch_size, "seed": 0,
+                                "checkpoint_every": 1000},
+                      "benchmark": benchmark,
+                      "executor": {"name": "subprocess", "workers": args.workers},
+                      "trainer": {"m": 8, "n": 8, "k": 8, "topvar": 1, "alpha": 0.5, "reward_variant": "authors"},
+                      "policies": {"code": policy, "tests": dict(policy)}})
 
 
 class GpuSampler(threading.Thread):

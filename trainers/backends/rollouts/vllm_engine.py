@@ -98,7 +98,6 @@ class Engine(RolloutEngine):
         self.sleeps = o.vllm_sleep and device.type == "cuda" and not _SLEEPING_ENGINE
         if self.sleeps:
             args["enable_sleep_mode"] = True
-            _SLEEPING_ENGINE.append(self)
         # the checkpoint's generation_config.json (Qwen2.5's extra end-of-sequence id, its top_k)
         # stays out: the engine stops where the transformers engine does, at the tokenizer's eos
         args["generation_config"] = "vllm"
@@ -108,6 +107,8 @@ class Engine(RolloutEngine):
                                      "(VLLM_ENABLE_V1_MULTIPROCESSING was read before the backend set it)")
         self.max_model_len = self.llm.llm_engine.model_config.max_model_len
         self.asleep = self.stale = False
+        if self.sleeps:
+            _SLEEPING_ENGINE.append(self)  # once it exists: a failed start leaves the slot free
 
     def info(self) -> dict:
         return {"rollout_engine": self.name, "vllm": self.vllm.__version__, "vllm_max_model_len": self.max_model_len}
