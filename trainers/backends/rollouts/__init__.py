@@ -16,6 +16,7 @@ An engine module is imported only when chosen (vLLM is heavy and optional).
 from __future__ import annotations
 
 import difflib
+import hashlib
 import importlib
 from dataclasses import dataclass
 
@@ -54,6 +55,13 @@ class RolloutEngine:
 
     def close(self) -> None:
         """Release the engine's memory and processes."""
+
+
+def request_seed(seed: int, index: int, bits: int = 31) -> int:
+    """The seed of a call's ``index``-th response: ``bits`` bits of sha256(seed, index) (31 for
+    vLLM's per-request seed, 63 for a torch generator)."""
+    digest = hashlib.sha256(f"{seed}\0{index}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") & (2**bits - 1)
 
 
 def engine_class(name: str) -> type[RolloutEngine]:

@@ -30,21 +30,14 @@ computed by the backend with the policy afterwards (``Response.logprobs`` is Non
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 import os
 
-from codea1.trainers.backends.rollouts import Response, RolloutEngine
+from codea1.trainers.backends.rollouts import Response, RolloutEngine, request_seed
 
 WIDTH_STEP = 128  # the compiled path's prompt widths: multiples of this
 CACHE_STEP = 1024  # its static cache length: the longest prompt rounded up to this, plus max_tokens
 MAX_AUTO_BATCH = {"cuda": 256, "cpu": 16}  # a CPU gains nothing from wider batches, and pads more
-
-
-def request_seed(seed: int, index: int) -> int:
-    """The generator seed of a call's ``index``-th response."""
-    digest = hashlib.sha256(f"{seed}\0{index}".encode()).digest()
-    return int.from_bytes(digest[:8], "little") & (2**63 - 1)
 
 
 def nucleus(torch, logits, temperature: float, top_p: float):
@@ -105,9 +98,9 @@ class Engine(RolloutEngine):
             rows = order[start:start + size]
             batch = [prompts[i] for i in rows]
             if self.compiled:
-                responses = self._generate_compiled(batch, size, sampling, request_seed(seed, rows[0]))
+                responses = self._generate_compiled(batch, size, sampling, request_seed(seed, rows[0], bits=63))
             else:
-                responses = self._generate_eager(batch, sampling, [request_seed(seed, i) for i in rows])
+                responses = self._generate_eager(batch, sampling, [request_seed(seed, i, bits=63) for i in rows])
             for i, response in zip(rows, responses):
                 out[i] = response
         return out

@@ -35,22 +35,16 @@ its device (TRL's "colocate" mode, OpenRLHF's hybrid engine without Ray or DeepS
 
 from __future__ import annotations
 
-import hashlib
 import os
 
 from codea1.harness.training import BackendUnavailable
-from codea1.trainers.backends.rollouts import Response, RolloutEngine
+from codea1.trainers.backends.rollouts import Response, RolloutEngine, request_seed
 
 CPU_KV_CACHE_GB = 1.0  # on a CPU, unless vllm_kv_cache_gb says
 # vLLM's sleep mode allocates through one cumem allocator per process, which refuses a second
 # engine ("CuMem allocator can only be used for one instance per process") and would put
 # every engine to sleep at once: only the first engine of the process sleeps.
 _SLEEPING_ENGINE: list = []
-
-
-def request_seed(seed: int, index: int) -> int:
-    digest = hashlib.sha256(f"{seed}\0{index}".encode()).digest()
-    return int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
 
 
 def live_weights_on_cpu(torch) -> None:
