@@ -128,6 +128,13 @@ TESTS_FORMAT = "1"  # of encoded_tests' JSON; change it with _test_tree (encodin
 TESTS_BLOB_FORMAT = b"codea1-tests-marshal-1\n"  # first line of a tests blob file: change it with child.decode_tests
 
 
+def encoded_test(test: TestCase) -> str:
+    """One test as the sandbox receives it (JSON): two tests with the same encoding run the
+    same way. ``encoded_tests`` of a list is its members' encodings, comma-joined in brackets.
+    ValueError for a test whose expected side is still an expression."""
+    return json.dumps(_test_tree(test), separators=(",", ":"))
+
+
 def encoded_tests(tests: list[TestCase]) -> tuple[str, str]:
     """(fingerprint, JSON) of a problem's tests as the sandbox receives them. Encoded once per
     process per tests list: every sample of a problem shares it."""

@@ -91,8 +91,9 @@ def main() -> None:
         t_valid = time.perf_counter() - t0
 
         t0 = time.perf_counter()
-        layouts = {(qi, mi): SuiteLayout([validated[f"{qi}/{mi}/{ni}"] for ni in range(N)],
-                                         book_tests(questions[qi], books[qi])) for qi, mi in codes}
+        book_parsed = [book_tests(q, books[qi]) for qi, q in enumerate(questions)]
+        layouts = {(qi, mi): SuiteLayout([validated[f"{qi}/{mi}/{ni}"] for ni in range(N)], book_parsed[qi])
+                   for qi, mi in codes}
         runs = {key: (questions[key[0]], code, layouts[key].tests, layouts[key].limits) for key, code in codes.items()}
         results = run_codes(executor, runs, bench, 10.0)
         t_exec = time.perf_counter() - t0

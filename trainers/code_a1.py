@@ -26,9 +26,10 @@ Per step, for each of the B questions:
    book tests -1; a test that timed out or did not run changes nothing) and saved as
    DIR/mistake_book/step-N.json.
 
-A timeout fails only the test that timed out: the tests after it run again in a fresh job
-(``method.rollouts.run_codes``), and those the program's budget does not reach are not run,
-counted neither passed nor failed.
+A program runs each distinct call of its suites, book and golden tests once, judged against
+each appearance's answer; a timeout fails only the test that timed out (and its repeats):
+the tests after it run in a fresh job (``method.rollouts.run_codes``), and those the
+program's budget does not reach are not run, counted neither passed nor failed.
 
 Options: ``m``, ``n``, ``k``, ``alpha``, ``reward_variant``, ``nonprintable_penalty``,
 ``topvar`` (0 = M // N), ``mistake_book``, ``book_top``, ``referable_code``,
@@ -108,7 +109,8 @@ class CodeA1Trainer(AdversarialTrainer):
         with ctx.phase("execute", "execute_s"):  # 4. each program: its suites' kept tests, the book, the golden
             book = self.retrieve_book(questions)
             golden = self.golden.of(questions)
-            layouts = {(qi, mi): SuiteLayout([suites[qi, mi, ni] for ni in range(N)], book_tests(questions[qi], book[qi]),
+            book_parsed = [book_tests(q, book[qi]) for qi, q in enumerate(questions)]  # once per question
+            layouts = {(qi, mi): SuiteLayout([suites[qi, mi, ni] for ni in range(N)], book_parsed[qi],
                                              golden[questions[qi].task_id]) for qi, mi in pairs}
             results = self.run_programs({key: (questions[key[0]], programs[key], layouts[key]) for key in pairs})
         with ctx.phase("rewards"):  # 5. R_C per program, R_T per suite

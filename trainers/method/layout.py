@@ -6,11 +6,12 @@ the golden tests (Code-A1 logs their pass rate; they are never rewarded). ``Suit
 builds that list with each test's time limit and remembers where each part lies;
 ``read`` slices the program's statuses back into a ``ProgramResult``: the suites' counts
 (the rewards), the book's (the rewards and the book's update) and the golden passes.
+(The job itself runs each distinct call of that list once: ``rollouts.run_codes``.)
 """
 
 from __future__ import annotations
 
-import dataclasses
+import copy
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -33,6 +34,14 @@ def book_tests(question, sources: Sequence[str]) -> list[tuple[str, TestCase]]:
         except AssertParseError:
             continue
     return out
+
+
+def _renamed(test: TestCase, test_id: str) -> TestCase:
+    """A shallow copy of ``test`` under another id (``dataclasses.replace`` would check it
+    again: a paper-sized step copies 70,000 tests)."""
+    renamed = copy.copy(test)
+    renamed.id = test_id
+    return renamed
 
 
 @dataclass
@@ -71,7 +80,7 @@ class SuiteLayout:
         self.book_sources = [src for src, _ in book]
         self.tests: list[TestCase] = []
         self.limits: list[float] = []
-        self.spans = [self._add([dataclasses.replace(t, id=f"s{ni}/{j}") for j, t in enumerate(v.kept)],
+        self.spans = [self._add([_renamed(t, f"s{ni}/{j}") for j, t in enumerate(v.kept)],
                                 [max(1.0, 4 * t) for t in v.kept_times]) for ni, v in enumerate(self.validated)]
         book_list = [t for _, t in book]
         self.book_span = self._add(book_list, limits_for(book_list, {}, floor=BOOK_TIME_LIMIT))

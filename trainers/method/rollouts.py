@@ -1,21 +1,23 @@
 """Rollouts and their execution: the chat prompt for a question, programs from code
-responses, one executor batch for any number of (program, tests) pairs with the
-continuations after a timeout, and the golden tests prepared once per question.
+responses, one executor batch for any number of (program, tests) pairs, each program's
+distinct tests once, with the continuations after a timeout, and the golden tests prepared
+once per question.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 from dataclasses import dataclass
 from typing import Any, Hashable, Mapping, Sequence
 
-from codea1.harness.execution import DEFAULT_TIME_FACTOR, run_jobs
+from codea1.harness.execution import DEFAULT_TIME_FACTOR, adopt_encoded_tests, encoded_test, run_jobs
 from codea1.harness.expected import settle_expected_sources
 from codea1.harness.judge import judge
 from codea1.harness.parsing import program_from_response
 from codea1.harness.prompts import question_messages
-from codea1.harness.records import ERROR, SANDBOX_ERROR, ExecJob, Problem, TestCase
+from codea1.harness.records import ERROR, SANDBOX_ERROR, ExecJob, Problem, RawResult, TestCase
 from codea1.harness.reference import run_references
 
 
@@ -62,35 +64,87 @@ def run_codes(executor, runs: Mapping[Hashable, tuple[Problem, str, list[TestCas
     (every test's result counts); a program gets ``code_timeout`` seconds for all its tests
     (``budgets[key]`` where given), and at least a quarter of the sum of their limits (a
     limit is at least 4 x the reference's time), so that a program as fast as the reference
-    never runs out of budget. Identical (program, tests) pairs run once.
+    never runs out of budget.
+
+    A program runs each distinct test once: tests that the sandbox would run alike (the same
+    call, ``execution.encoded_test``) under the same limit, in several suites, the book or
+    the golden tests, are one test of its job, whose outcome is judged against each
+    appearance's own expected answer. Identical jobs (program, entry point, prelude, memory,
+    budget and distinct tests) run once, whichever runs they serve.
 
     A timeout is the timed-out test's failure and nothing more: a job stops at its first
     timeout (the process may be wedged), and the tests after it run in a fresh job, a
     continuation with what is left of the program's budget (MAX_CONTINUATIONS of them); the
     tests that no job reaches are "not_run", counted neither passed nor failed (one slow
     test in one suite must not fail its sibling suites and the Mistake Book's tests)."""
-    jobs: dict[str, ExecJob] = {}
-    job_of: dict[Hashable, str] = {}
-    budget_of: dict[str, float] = {}
-    problem_of: dict[str, Problem] = {}
+    encodings: dict[tuple, str | None] = {}
+    jobs: dict[str, _DistinctJob] = {}  # by digest of what the sandbox runs
+    uses: dict[Hashable, _Use] = {}
     for key, (problem, code, tests, limits) in runs.items():
         if not tests:
             continue
-        digest = hashlib.sha256(repr((code, [dataclasses.astuple(t) for t in tests])).encode()).hexdigest()[:16]
-        job_id = f"{problem.task_id}@{digest}"
-        job_of[key] = job_id
-        if job_id not in jobs:
-            budget_of[job_id] = max((budgets or {}).get(key, code_timeout), sum(limits) / DEFAULT_TIME_FACTOR)
-            problem_of[job_id] = problem
-            jobs[job_id] = _code_job(job_id, code, problem, tests, limits, budget_of[job_id], bench.memory_mb)
-    statuses = _run_with_continuations(executor, jobs, budget_of, problem_of, bench)
-    out = {}
-    for key, (problem, code, tests, _) in runs.items():
-        if not tests:
-            out[key] = CodeRun(loads=True, statuses=[])
-        else:
-            out[key] = statuses[job_of[key]]
-    return out
+        budget = max((budgets or {}).get(key, code_timeout), sum(limits) / DEFAULT_TIME_FACTOR)
+        slot: dict[tuple, int] = {}
+        distinct: list[TestCase] = []
+        distinct_limits: list[float] = []
+        texts: list[str | None] = []
+        index = []  # per test of the run: its test in the job
+        for test, limit in zip(tests, limits):
+            text = _encoding(encodings, test)
+            same = (text if text is not None else id(test), limit, test.judged)  # judged: which records count
+            if same not in slot:
+                slot[same] = len(distinct)
+                distinct.append(test)
+                distinct_limits.append(limit)
+                texts.append(text)
+            index.append(slot[same])
+        encoded = None if None in texts else "[" + ",".join(texts) + "]"
+        identity = json.dumps([code, problem.entry_point, problem.prelude, bench.memory_mb, budget, distinct_limits,
+                               [t.judged for t in distinct], encoded if encoded is not None else repr(key)])
+        digest = hashlib.sha256(identity.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        if digest not in jobs:
+            if encoded is not None:
+                adopt_encoded_tests(distinct, encoded)  # the sandbox's payload, encoded once
+            jobs[digest] = _DistinctJob(_code_job(f"{problem.task_id}@{digest}", code, problem, distinct,
+                                                  distinct_limits, budget, bench.memory_mb), budget)
+        jobs[digest].users.append(key)
+        uses[key] = _Use(problem, tests, index)
+    done = _run_with_continuations(executor, list(jobs.values()), uses, bench)
+    return {key: done.get(key) or CodeRun(loads=True, statuses=[]) for key in runs}
+
+
+@dataclass
+class _DistinctJob:
+    """A program's distinct tests (``first``), its budget, and the runs it serves."""
+
+    first: ExecJob
+    budget: float
+    users: list = dataclasses.field(default_factory=list)
+
+
+@dataclass
+class _Use:
+    """A run's problem, its own tests, and per test its index among the job's."""
+
+    problem: Problem
+    tests: list[TestCase]
+    index: list[int]
+
+
+def _encoding(encodings: dict[tuple, str | None], test: TestCase) -> str | None:
+    """``encoded_test(test)`` (None where it cannot be encoded: such a test is never merged,
+    and the executor reports it), remembered by the identity of what it is made of: a
+    layout copies each validated test into every program it runs in, sharing its parts, so
+    a step's tests encode as the few thousand distinct ones. The runs hold the parts for the
+    whole call, so no identity is reused within it."""
+    same = (test.kind, id(test.args), id(test.kwargs), id(test.wrap), test.call, test.op, test.script,
+            test.framework, test.judged, test.expected_source)
+    if same not in encodings:
+        try:
+            encodings[same] = encoded_test(test)
+        except ValueError:
+            encodings[same] = None
+    return encodings[same]
 
 
 def _code_job(job_id: str, code: str, problem: Problem, tests: list[TestCase], limits: list[float], budget: float,
@@ -100,42 +154,58 @@ def _code_job(job_id: str, code: str, problem: Problem, tests: list[TestCase], l
                    fail_fast=False, stop_on_timeout=True, large_output="value")
 
 
-def _run_with_continuations(executor, jobs: Mapping[str, ExecJob], budget_of: Mapping[str, float],
-                            problem_of: Mapping[str, Problem], bench) -> dict[str, CodeRun]:
-    """Each job's CodeRun: one executor batch per round, the first with every job, each
-    later one with the continuations of the jobs that timed out in the round before."""
-    out = {job_id: CodeRun(loads=True, statuses=["not_run"] * len(job.tests)) for job_id, job in jobs.items()}
-    offset = dict.fromkeys(jobs, 0)  # index of a job's first test in the job now running
-    used = dict.fromkeys(jobs, 0.0)  # seconds of its budget spent
-    pending = dict(jobs)
+def _run_with_continuations(executor, jobs: Sequence[_DistinctJob], uses: Mapping[Hashable, _Use],
+                            bench) -> dict[Hashable, CodeRun]:
+    """Each run's CodeRun: one executor batch per round, the first with every job, each
+    later one with the continuations of the jobs that timed out in the round before. Each
+    round's outcomes are judged run by run, against the run's own tests."""
+    out = {key: CodeRun(loads=True, statuses=["not_run"] * len(use.tests)) for key, use in uses.items()}
+    offset = dict.fromkeys(range(len(jobs)), 0)  # index of a job's first test in the job now running
+    used = dict.fromkeys(range(len(jobs)), 0.0)  # seconds of its budget spent
+    pending = {n: d.first for n, d in enumerate(jobs)}
     for _ in range(1 + MAX_CONTINUATIONS):
         if not pending:
             break
         raws = run_jobs(executor, list(pending.values()))
         following = {}
-        for base, job in pending.items():
-            raw, problem, run, start = raws[job.job_id], problem_of[base], out[base], offset[base]
-            verdict = judge(problem.task_id, 0, job, raw, bench.checker(problem))
-            if verdict.status == SANDBOX_ERROR:
-                run.sandbox_error = verdict.message
+        for n, job in pending.items():
+            raw, start, distinct = raws[job.job_id], offset[n], jobs[n]
+            for key in distinct.users:
+                _judge_part(out[key], uses[key], start, job, raw, bench)
+            if raw.sandbox_error or raw.load_error or raw.exit.startswith("protocol:"):
                 continue
-            if verdict.status == ERROR:
-                if start == 0:  # a program that does not load fails every test
-                    run.loads, run.statuses = False, ["fail"] * len(run.statuses)
-                continue  # a continuation that does not load: the rest stays not run
-            for i, tv in enumerate(verdict.tests):
-                run.statuses[start + i] = tv.status
-            used[base] += raw.wall_time
-            timed_out = next((i for i, tv in enumerate(verdict.tests) if tv.status == "timeout"), None)
-            left = budget_of[base] - used[base]
+            used[n] += raw.wall_time
+            timed_out = next((i for i, o in enumerate(raw.outcomes) if o.status == "timeout"), None)
+            left = distinct.budget - used[n]
             if timed_out is not None and timed_out + 1 < len(job.tests) and left >= MIN_CONTINUATION:
-                offset[base] = start + timed_out + 1
-                first = jobs[base]
-                following[base] = _code_job(f"{base}+{offset[base]}", first.code, problem,
-                                            first.tests[offset[base]:], first.time_limits[offset[base]:], left,
-                                            first.memory_mb)
+                offset[n] = start + timed_out + 1
+                first = distinct.first
+                following[n] = dataclasses.replace(
+                    first, job_id=f"{first.job_id}+{offset[n]}", tests=first.tests[offset[n]:],
+                    time_limits=first.time_limits[offset[n]:],
+                    batch_timeout=min(left, sum(first.time_limits[offset[n]:])) + LOAD_ALLOWANCE)
         pending = following
     return out
+
+
+def _judge_part(run: CodeRun, use: _Use, start: int, job: ExecJob, raw: RawResult, bench) -> None:
+    """Judge, into ``run``, the tests of ``use`` whose distinct test ``job`` ran (the
+    distinct tests from ``start`` on), each against its own expected answer."""
+    positions = [i for i, j in enumerate(use.index) if j >= start]
+    part = dataclasses.replace(job, tests=[use.tests[i] for i in positions],
+                               time_limits=[job.time_limits[use.index[i] - start] for i in positions])
+    outcomes = [raw.outcomes[use.index[i] - start] for i in positions]
+    verdict = judge(use.problem.task_id, 0, part, dataclasses.replace(raw, outcomes=outcomes),
+                    bench.checker(use.problem))
+    if verdict.status == SANDBOX_ERROR:
+        run.sandbox_error = verdict.message
+    elif verdict.status == ERROR:
+        if start == 0:  # a program that does not load fails every test
+            run.loads, run.statuses = False, ["fail"] * len(run.statuses)
+        # a continuation that does not load: the rest stays not run
+    else:
+        for i, tv in zip(positions, verdict.tests):
+            run.statuses[i] = tv.status
 
 
 def limits_for(tests: Sequence[TestCase], times: Mapping[str, float], floor: float = 1.0, factor: float = 4.0

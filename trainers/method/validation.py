@@ -78,6 +78,16 @@ def call_source(test: TestCase, entry_point: str | None) -> str:
     return ast.get_source_segment(test.source, side) or ast.unparse(side)
 
 
+def _parse_once(parses: dict, problem: Problem, source: str, position: int) -> tuple[TestCase | None, str]:
+    """``source`` at ``position`` parsed as ``parse_suite`` does (None when unusable), with
+    its ``call_key``; kept in ``parses``."""
+    [test], _ = parse_suite(problem, [source])
+    if test is not None:
+        test.id = f"test/{position}"
+    parses[problem.task_id, source] = found = (test, "" if test is None else call_key(test))
+    return found
+
+
 def validate_for_training(executor, suites: Mapping[str, tuple[Problem, Sequence[str]]], requested: int, *,
                           memory_mb: int = 4096) -> dict[str, ValidatedSuite]:
     """The paper's test validation, one executor batch for every suite: a test is valid when
@@ -90,13 +100,16 @@ def validate_for_training(executor, suites: Mapping[str, tuple[Problem, Sequence
     positions: dict[str, list[tuple[str, TestCase | None]]] = {}  # suite -> (source, test) per position
     distinct: dict[str, dict[str, TestCase]] = {}  # question -> source -> test
     problems: dict[str, Problem] = {}
+    # A question's suites repeat most of their asserts: each distinct source of a question is
+    # parsed once (the parse is the same wherever it appears; the test keeps the id of its
+    # first position, as the first parse of it gave).
+    parses: dict[tuple[str, str], tuple[TestCase | None, str]] = {}
     for key, (problem, sources) in suites.items():
-        parsed, _ = parse_suite(problem, list(sources)[:requested])
         problems[problem.task_id] = problem
         seen, row = set(), []
-        for src, test in zip(list(sources)[:requested], parsed):
+        for position, src in enumerate(list(sources)[:requested]):
+            test, call = parses.get((problem.task_id, src)) or _parse_once(parses, problem, src, position)
             if test is not None:
-                call = call_key(test)
                 if call in seen:
                     test = DUPLICATE  # a marker: its position is a duplicate call
                 else:

@@ -43,8 +43,56 @@ def test_one_continuation_per_program(executor, plugins):
     """A program that hangs again in its continuation gets no third job (MAX_CONTINUATIONS
     is 1): a program that hangs on every input costs two limits, not its whole budget."""
     bench = plugins.benchmarks.create("demo")
-    run = run_codes(executor, {"p": (PROBLEM, PROGRAM, calls(0, 0, 1), [1.0] * 3)}, bench, code_timeout=10.0)["p"]
+    hangs_below_one = "def f(x):\n    while x < 1:\n        pass\n    return x + 1\n"
+    run = run_codes(executor, {"p": (PROBLEM, hangs_below_one, calls(0, -1, 1), [1.0] * 3)}, bench,
+                    code_timeout=10.0)["p"]
     assert run.statuses == ["timeout", "timeout", "not_run"]
+
+
+def test_a_call_that_hung_once_is_not_run_again(executor, plugins):
+    """The same call in two suites is one test of the program's job: it hangs once, both
+    appearances time out, and the continuation goes on with the calls after it (run one by
+    one, the second f(0) would have hung in the continuation, leaving f(2) not run)."""
+    bench = plugins.benchmarks.create("demo")
+    run = run_codes(executor, {"p": (PROBLEM, PROGRAM, calls(0, 1, 0, 2), [1.0] * 4)}, bench, code_timeout=10.0)["p"]
+    assert run.statuses == ["timeout", "pass", "timeout", "pass"]
+
+
+COUNTER = "calls = 0\n\ndef f(x):\n    global calls\n    calls += 1\n    return calls\n"
+
+
+def test_a_call_in_several_suites_runs_once_and_is_judged_by_each(executor, plugins):
+    """f(7) appears three times, expecting 1, 2 and 1: the program counts its calls, so one
+    run answers 1 to all three (run three times it would answer 1, 2, 3). Each appearance is
+    judged against its own answer; a call under another limit is another test."""
+    bench = plugins.benchmarks.create("demo")
+    tests = [TestCase(id=f"t{i}", call="f(7)", op="==", expected=e) for i, e in enumerate([1, 2, 1])]
+    tests.append(TestCase(id="t3", call="f(8)", op="==", expected=2))
+    run = run_codes(executor, {"p": (PROBLEM, COUNTER, tests, [1.0] * 4)}, bench, code_timeout=10.0)["p"]
+    assert run.statuses == ["pass", "fail", "pass", "pass"]
+    run = run_codes(executor, {"p": (PROBLEM, COUNTER, tests[:2], [1.0, 2.0])}, bench, code_timeout=10.0)["p"]
+    assert run.statuses == ["pass", "pass"]  # two limits: two tests, the second call answers 2
+
+
+def test_identical_jobs_of_two_questions_run_once(executor, plugins):
+    """Two questions with the same entry point, the same program and the same tests: one
+    job, its outcomes judged for each (the executor sees one job)."""
+    bench = plugins.benchmarks.create("demo")
+    seen = []
+
+    class Counting:
+        name = executor.name
+
+        def run(self, jobs, early_stop=None):
+            seen.extend(job.job_id for job in jobs)
+            return executor.run(jobs, early_stop)
+
+    other = Problem(task_id="other", prompt="", entry_point="f", reference="")
+    runs = {"a": (PROBLEM, PROGRAM, calls(1, 5), [1.0, 1.0]), "b": (other, PROGRAM, calls(1, 5), [1.0, 1.0]),
+            "c": (other, PROGRAM, calls(1, 2), [1.0, 1.0])}
+    out = run_codes(Counting(), runs, bench, code_timeout=10.0)
+    assert len(seen) == 2
+    assert out["a"].statuses == out["b"].statuses == ["pass", "fail"] and out["c"].statuses == ["pass", "pass"]
 
 
 def test_a_program_that_does_not_load_fails_every_test(executor, plugins):
