@@ -17,7 +17,7 @@ from codea1.harness.expected import settle_expected_sources
 from codea1.harness.judge import judge
 from codea1.harness.parsing import program_from_response
 from codea1.harness.prompts import question_messages
-from codea1.harness.records import ERROR, SANDBOX_ERROR, ExecJob, Problem, RawResult, TestCase
+from codea1.harness.records import ERROR, NOT_RUN, SANDBOX_ERROR, ExecJob, Problem, RawResult, TestCase
 from codea1.harness.reference import run_references
 
 
@@ -83,13 +83,14 @@ def run_codes(executor, runs: Mapping[Hashable, tuple[Problem, str, list[TestCas
     for key, (problem, code, tests, limits) in runs.items():
         if not tests:
             continue
+        # The budget is the run's, over all its tests (repeats included), as when each ran.
         budget = max((budgets or {}).get(key, code_timeout), sum(limits) / DEFAULT_TIME_FACTOR)
         slot: dict[tuple, int] = {}
         distinct: list[TestCase] = []
         distinct_limits: list[float] = []
         texts: list[str | None] = []
         index = []  # per test of the run: its test in the job
-        for test, limit in zip(tests, limits):
+        for test, limit in zip(tests, limits, strict=True):
             text = _encoding(encodings, test)
             same = (text if text is not None else id(test), limit, test.judged)  # judged: which records count
             if same not in slot:
@@ -136,7 +137,7 @@ def _encoding(encodings: dict[tuple, str | None], test: TestCase) -> str | None:
     and the executor reports it), remembered by the identity of what it is made of: a
     layout copies each validated test into every program it runs in, sharing its parts, so
     a step's tests encode as the few thousand distinct ones. The runs hold the parts for the
-    whole call, so no identity is reused within it."""
+    whole call, so no identity is reused within it (and no one mutates a test's parts)."""
     same = (test.kind, id(test.args), id(test.kwargs), id(test.wrap), test.call, test.op, test.script,
             test.framework, test.judged, test.expected_source)
     if same not in encodings:
@@ -170,9 +171,13 @@ def _run_with_continuations(executor, jobs: Sequence[_DistinctJob], uses: Mappin
         following = {}
         for n, job in pending.items():
             raw, start, distinct = raws[job.job_id], offset[n], jobs[n]
-            for key in distinct.users:
+            if len(raw.outcomes) < len(job.tests):  # an executor's failure may come without outcomes
+                raw = dataclasses.replace(raw, outcomes=raw.outcomes + [NOT_RUN] * (len(job.tests) - len(raw.outcomes)))
+            live = [key for key in distinct.users if out[key].sandbox_error is None]
+            for key in live:  # a run with a sandbox error has no verdict to complete
                 _judge_part(out[key], uses[key], start, job, raw, bench)
-            if raw.sandbox_error or raw.load_error or raw.exit.startswith("protocol:"):
+            if raw.sandbox_error or raw.load_error or raw.exit.startswith("protocol:") or \
+                    all(out[key].sandbox_error is not None for key in live):
                 continue
             used[n] += raw.wall_time
             timed_out = next((i for i, o in enumerate(raw.outcomes) if o.status == "timeout"), None)

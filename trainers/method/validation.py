@@ -101,8 +101,8 @@ def validate_for_training(executor, suites: Mapping[str, tuple[Problem, Sequence
     distinct: dict[str, dict[str, TestCase]] = {}  # question -> source -> test
     problems: dict[str, Problem] = {}
     # A question's suites repeat most of their asserts: each distinct source of a question is
-    # parsed once (the parse is the same wherever it appears; the test keeps the id of its
-    # first position, as the first parse of it gave).
+    # parsed once (the parse is the same wherever it appears but for the test's id, that of
+    # the position where it was first parsed; layouts rename every test they run).
     parses: dict[tuple[str, str], tuple[TestCase | None, str]] = {}
     for key, (problem, sources) in suites.items():
         problems[problem.task_id] = problem

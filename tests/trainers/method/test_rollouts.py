@@ -134,3 +134,41 @@ def test_golden_tests_leave_tests_judged_in_process_out_of_rewards_unless_allowe
     allowing = GoldenTests(context, allow_in_process=True)
     tests, _ = allowing.of([question])["scale"]
     assert [t.id for t in tests] == [t.id for t in question.tests] and allowing.left_out == {"scale": 0}
+
+
+def test_a_run_with_a_sandbox_error_gets_no_continuation(executor, plugins):
+    """A golden test whose expected value the executor could not compute makes the run a
+    sandbox error (no verdict): its hang is not continued, nothing after it is judged."""
+    from codea1.harness.records import EXPECTED_SANDBOX_ERROR
+
+    bench = plugins.benchmarks.create("demo")
+    seen = []
+
+    class Counting:
+        name = executor.name
+
+        def run(self, jobs, early_stop=None):
+            seen.extend(job.job_id for job in jobs)
+            return executor.run(jobs, early_stop)
+
+    broken = TestCase(id="g0", call="f(1)", op="==", expected=None, expected_error=EXPECTED_SANDBOX_ERROR + " died")
+    run = run_codes(Counting(), {"p": (PROBLEM, PROGRAM, [broken, *calls(0, 2)], [1.0] * 3)}, bench, 10.0)["p"]
+    assert run.sandbox_error and "could not be computed" in run.sandbox_error
+    assert run.statuses == ["not_run"] * 3 and len(seen) == 1
+
+
+def test_an_executor_failure_without_outcomes_is_a_sandbox_error(plugins):
+    """An executor may report its own failure with no outcome per test (a service that is
+    down): the run is a sandbox error, not a crash of the step."""
+    from codea1.harness.records import RawResult
+
+    class Down:
+        name = "down"
+
+        def run(self, jobs, early_stop=None):
+            for job in jobs:
+                yield RawResult(job_id=job.job_id, outcomes=[], exit="sandbox", sandbox_error="service down")
+
+    run = run_codes(Down(), {"p": (PROBLEM, PROGRAM, calls(1, 1, 2), [1.0] * 3)}, plugins.benchmarks.create("demo"),
+                    10.0)["p"]
+    assert run.sandbox_error == "service down" and run.statuses == ["not_run"] * 3
