@@ -42,3 +42,20 @@ def test_a_wrong_answer_of_a_wrapped_data_test_is_corrected_in_its_own_words(exe
                                 "assert sorted(squares(3), reverse=True) == [4, 1, 0]"]
     assert (out.kept[0].args, out.kept[0].wrap, out.kept[0].expected) == (
         [4], [["call", "list", [], {}], ["call", "len", [], {}]], 4)
+
+
+def test_suites_sharing_asserts_validate_as_each_alone(executor):
+    """Each distinct assert of a question is parsed once for all its suites: a suite's
+    statuses, kept tests and answers are what it gets validated on its own, whichever
+    suites share its asserts (a duplicate in one suite is the first of the call in another)."""
+    problem = Problem(task_id="sq", prompt="", entry_point="sq", reference="def sq(x):\n    return x * x\n")
+    suites = {"a": ["assert sq(2) == 4", "assert sq(3) == 10", "assert sq(2) == 5", "assert sq("],
+              "b": ["assert sq(2) == 5", "assert sq(3) == 10", "assert sq(4) == 16", "assert sq(2) == 4"],
+              "c": ["assert sq(3) == 10", "assert sq(", "assert sq(2) == 4", "assert 16 == sq(4)"]}
+    together = validate_for_training(executor, {key: (problem, s) for key, s in suites.items()}, requested=4)
+    for key, suite in suites.items():
+        alone = validate_for_training(executor, {key: (problem, suite)}, requested=4)[key]
+        assert together[key].status == alone.status
+        assert together[key].kept_sources == alone.kept_sources
+        assert [(t.args, t.expected) for t in together[key].kept] == [(t.args, t.expected) for t in alone.kept]
+    assert together["b"].status == [WRONG, WRONG, VALID, DUPLICATE]
