@@ -7,7 +7,6 @@ Imported only when an ``openrlhf`` policy is built: it imports openrlhf, ray, to
 from __future__ import annotations
 
 import ast
-import hashlib
 import inspect
 import itertools
 import json
@@ -34,6 +33,7 @@ from codea1.harness.prompts import chat_prompt
 from codea1.harness.training import PolicySample
 from codea1.trainers.backends.model_source import local_model
 from codea1.trainers.backends.policy_update import Rollout
+from codea1.trainers.backends.rollouts import request_seed
 
 CPU_STAND_INS = "codea1_openrlhf_cpu"
 CPU_ENV = {"CODEA1_OPENRLHF_CPU": "1", "VLLM_CPU_KVCACHE_SPACE": "1", "TOKENIZERS_PARALLELISM": "false"}
@@ -243,7 +243,7 @@ class Stack:
         futures = []
         for index, (p, _) in enumerate(requests):
             params = VllmSampling(n=1, temperature=sampling.temperature, top_p=sampling.top_p,
-                                  max_tokens=sampling.max_tokens, seed=_request_seed(seed, index), logprobs=0)
+                                  max_tokens=sampling.max_tokens, seed=request_seed(seed, index), logprobs=0)
             futures.append(next(engines).generate.remote(prompt_ids[p], params))
         out: list[list[PolicySample]] = [[] for _ in prompts]
         for (p, _), result in zip(requests, ray.get(futures)):  # each response with its own request's ids
@@ -363,11 +363,6 @@ def experience(sample: PolicySample, reward: float) -> Experience:
         response_length=length, truncated=torch.tensor([sample.finish_reason == "length"]),
         total_length=torch.tensor([float(total)]), prompts=[""], labels=[""],
         info={"reward": torch.tensor([float(reward)]), "response_length": length})
-
-
-def _request_seed(seed: int, index: int) -> int:
-    digest = hashlib.sha256(f"{seed}\0{index}".encode()).digest()
-    return int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
 
 
 def _version(name: str) -> str:
