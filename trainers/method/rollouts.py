@@ -78,6 +78,7 @@ def run_codes(executor, runs: Mapping[Hashable, tuple[Problem, str, list[TestCas
     tests that no job reaches are "not_run", counted neither passed nor failed (one slow
     test in one suite must not fail its sibling suites and the Mistake Book's tests)."""
     encodings: dict[tuple, str | None] = {}
+    lists: dict[tuple, list[TestCase]] = {}  # one list per distinct tests (the executor groups jobs by it)
     jobs: dict[str, _DistinctJob] = {}  # by digest of what the sandbox runs
     uses: dict[Hashable, _Use] = {}
     for key, (problem, code, tests, limits) in runs.items():
@@ -105,7 +106,13 @@ def run_codes(executor, runs: Mapping[Hashable, tuple[Problem, str, list[TestCas
         digest = hashlib.sha256(identity.encode("utf-8", "surrogatepass")).hexdigest()[:16]
         if digest not in jobs:
             if encoded is not None:
-                adopt_encoded_tests(distinct, encoded)  # the sandbox's payload, encoded once
+                # Programs that run the same tests (a question's golden tests, a Self-Play
+                # question's suites) share one list: a zygote then receives them once.
+                same_tests = (encoded, tuple(t.judged for t in distinct))
+                if same_tests not in lists:
+                    lists[same_tests] = distinct
+                    adopt_encoded_tests(distinct, encoded)  # the sandbox's payload, encoded once
+                distinct = lists[same_tests]
             jobs[digest] = _DistinctJob(_code_job(f"{problem.task_id}@{digest}", code, problem, distinct,
                                                   distinct_limits, budget, bench.memory_mb), budget)
         jobs[digest].users.append(key)

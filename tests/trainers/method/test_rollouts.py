@@ -172,3 +172,24 @@ def test_an_executor_failure_without_outcomes_is_a_sandbox_error(plugins):
     run = run_codes(Down(), {"p": (PROBLEM, PROGRAM, calls(1, 1, 2), [1.0] * 3)}, plugins.benchmarks.create("demo"),
                     10.0)["p"]
     assert run.sandbox_error == "service down" and run.statuses == ["not_run"] * 3
+
+
+def test_programs_that_run_the_same_tests_share_one_tests_list(executor, plugins):
+    """A question's programs against the same tests (golden tests, a Self-Play question's
+    suites): their jobs carry one tests list, by which the executor keeps them on the zygote
+    that already holds those tests."""
+    bench = plugins.benchmarks.create("demo")
+    sent = []
+
+    class Recording:
+        name = executor.name
+
+        def run(self, jobs, early_stop=None):
+            sent.extend(jobs)
+            return executor.run(jobs, early_stop)
+
+    tests = calls(1, 5, 1)
+    runs = {m: (PROBLEM, PROGRAM + f"# {m}\n", tests, [1.0] * 3) for m in range(3)}
+    out = run_codes(Recording(), runs, bench, code_timeout=10.0)
+    assert len(sent) == 3 and sent[0].tests is sent[1].tests is sent[2].tests and len(sent[0].tests) == 2
+    assert all(run.statuses == ["pass", "fail", "pass"] for run in out.values())
