@@ -158,8 +158,14 @@ def _encoding(encodings: dict[tuple, str | None], test: TestCase) -> str | None:
 def _code_job(job_id: str, code: str, problem: Problem, tests: list[TestCase], limits: list[float], budget: float,
               memory_mb: int) -> ExecJob:
     return ExecJob(job_id=job_id, code=code, tests=tests, entry_point=problem.entry_point, prelude=problem.prelude,
-                   time_limits=limits, batch_timeout=min(budget, sum(limits)) + LOAD_ALLOWANCE, memory_mb=memory_mb,
+                   time_limits=limits, batch_timeout=_batch_timeout(budget, limits), memory_mb=memory_mb,
                    fail_fast=False, stop_on_timeout=True, large_output="value")
+
+
+def _batch_timeout(budget: float, limits: list[float]) -> float:
+    """A job's whole-job limit: what is left of its program's budget, at most its tests'
+    limits, and the time to start and load."""
+    return min(budget, sum(limits)) + LOAD_ALLOWANCE
 
 
 def _run_with_continuations(executor, jobs: Sequence[_DistinctJob], uses: Mapping[Hashable, _Use],
@@ -195,7 +201,7 @@ def _run_with_continuations(executor, jobs: Sequence[_DistinctJob], uses: Mappin
                 following[n] = dataclasses.replace(
                     first, job_id=f"{first.job_id}+{offset[n]}", tests=first.tests[offset[n]:],
                     time_limits=first.time_limits[offset[n]:],
-                    batch_timeout=min(left, sum(first.time_limits[offset[n]:])) + LOAD_ALLOWANCE)
+                    batch_timeout=_batch_timeout(left, first.time_limits[offset[n]:]))
         pending = following
     return out
 

@@ -16,6 +16,17 @@ def calls(*inputs):
     return [TestCase(id=f"t{i}", call=f"f({x})", op="==", expected=x + 1) for i, x in enumerate(inputs)]
 
 
+class Recording:
+    """The fixture's executor, keeping every job it is asked to run."""
+
+    def __init__(self, executor):
+        self.executor, self.name, self.jobs = executor, executor.name, []
+
+    def run(self, jobs, early_stop=None):
+        self.jobs.extend(jobs)
+        return self.executor.run(jobs, early_stop)
+
+
 def test_tests_after_a_timeout_keep_their_real_results(executor, plugins):
     bench = plugins.benchmarks.create("demo")
     # Suite A: 1, 0 (hangs), 2; suite B: 5 (wrong), 3; the book: 4.
@@ -78,20 +89,12 @@ def test_identical_jobs_of_two_questions_run_once(executor, plugins):
     """Two questions with the same entry point, the same program and the same tests: one
     job, its outcomes judged for each (the executor sees one job)."""
     bench = plugins.benchmarks.create("demo")
-    seen = []
-
-    class Counting:
-        name = executor.name
-
-        def run(self, jobs, early_stop=None):
-            seen.extend(job.job_id for job in jobs)
-            return executor.run(jobs, early_stop)
-
+    recording = Recording(executor)
     other = Problem(task_id="other", prompt="", entry_point="f", reference="")
     runs = {"a": (PROBLEM, PROGRAM, calls(1, 5), [1.0, 1.0]), "b": (other, PROGRAM, calls(1, 5), [1.0, 1.0]),
             "c": (other, PROGRAM, calls(1, 2), [1.0, 1.0])}
-    out = run_codes(Counting(), runs, bench, code_timeout=10.0)
-    assert len(seen) == 2
+    out = run_codes(recording, runs, bench, code_timeout=10.0)
+    assert len(recording.jobs) == 2
     assert out["a"].statuses == out["b"].statuses == ["pass", "fail"] and out["c"].statuses == ["pass", "pass"]
 
 
@@ -142,19 +145,11 @@ def test_a_run_with_a_sandbox_error_gets_no_continuation(executor, plugins):
     from codea1.harness.records import EXPECTED_SANDBOX_ERROR
 
     bench = plugins.benchmarks.create("demo")
-    seen = []
-
-    class Counting:
-        name = executor.name
-
-        def run(self, jobs, early_stop=None):
-            seen.extend(job.job_id for job in jobs)
-            return executor.run(jobs, early_stop)
-
+    recording = Recording(executor)
     broken = TestCase(id="g0", call="f(1)", op="==", expected=None, expected_error=EXPECTED_SANDBOX_ERROR + " died")
-    run = run_codes(Counting(), {"p": (PROBLEM, PROGRAM, [broken, *calls(0, 2)], [1.0] * 3)}, bench, 10.0)["p"]
+    run = run_codes(recording, {"p": (PROBLEM, PROGRAM, [broken, *calls(0, 2)], [1.0] * 3)}, bench, 10.0)["p"]
     assert run.sandbox_error and "could not be computed" in run.sandbox_error
-    assert run.statuses == ["not_run"] * 3 and len(seen) == 1
+    assert run.statuses == ["not_run"] * 3 and len(recording.jobs) == 1
 
 
 def test_an_executor_failure_without_outcomes_is_a_sandbox_error(plugins):
@@ -179,17 +174,10 @@ def test_programs_that_run_the_same_tests_share_one_tests_list(executor, plugins
     suites): their jobs carry one tests list, by which the executor keeps them on the zygote
     that already holds those tests."""
     bench = plugins.benchmarks.create("demo")
-    sent = []
-
-    class Recording:
-        name = executor.name
-
-        def run(self, jobs, early_stop=None):
-            sent.extend(jobs)
-            return executor.run(jobs, early_stop)
-
+    recording = Recording(executor)
     tests = calls(1, 5, 1)
     runs = {m: (PROBLEM, PROGRAM + f"# {m}\n", tests, [1.0] * 3) for m in range(3)}
-    out = run_codes(Recording(), runs, bench, code_timeout=10.0)
+    out = run_codes(recording, runs, bench, code_timeout=10.0)
+    sent = recording.jobs
     assert len(sent) == 3 and sent[0].tests is sent[1].tests is sent[2].tests and len(sent[0].tests) == 2
     assert all(run.statuses == ["pass", "fail", "pass"] for run in out.values())
