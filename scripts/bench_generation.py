@@ -1,4 +1,4 @@
-"""Rollouts of the torch policy backend alone, timed on CPU: the transformers generation path
+"""Rollouts of the torch policy backend alone, timed (CPU by default, --device cuda on a GPU): the transformers generation path
 (`TorchBackend.generate`: chat prompts, batches of `generation_batch` sequences, sampling,
 then the log-prob pass over the responses), measured so that a change to it can be compared
 before and after on the same weights and prompts.
@@ -7,6 +7,7 @@ before and after on the same weights and prompts.
                                        [--max-prompt-tokens 512] [--eos-bias 4.5] [--repeat 2]
                                        [--generation-batch N ...] [--config KEY=VALUE,... ...]
                                        [--option KEY=VALUE ...] [--model-dir DIR] [--json]
+                                       [--device cuda --dtype bfloat16] [--attention sdpa]
 
 Before and after a change, on the same weights (the second from a cwd outside the checkout,
 so that the venv's codea1 is the one imported):
@@ -16,14 +17,19 @@ so that the venv's codea1 is the one imported):
 
 The model: a random-init Qwen2 of --shape (bench_gpu_step.py's shapes; default small: 4
 layers x 256, 3.2M parameters) on the local tokenizer (harness.testing.tiny_model,
-vocabulary 1024), float32, built once under --model-dir (default: a directory in the temp dir
+vocabulary 1024), --dtype (float32) on --device (cpu), built once under --model-dir (default: a directory in the temp dir
 named by shape and bias) and reused by every later run. A random model almost never samples
 end-of-sequence, so every response would run to max_tokens; --eos-bias b sets the EOS row of
 lm_head (untied from the embeddings) to b * u / |u|^2, u the mean final hidden state over the
 tokenizer's corpus: at that mean state EOS's logit is b while the other logits stay near 0,
 so a token is EOS with probability about e^b / (e^b + 1023), varying with the state, and
 responses stop at varying lengths (the default 4.5: a mean of about 60 tokens at max_tokens
-128 on the small shape, one response in six running to the limit).
+128 on the small shape, one response in six running to the limit); --eos-bias none keeps the
+random model (every response runs to max_tokens: bench_gpu_step.py's model, reused from its
+--out directory's model-SHAPE).
+
+--attention sdpa: every row decodes with transformers' own SDPA attention instead of the
+engine's (the engine packs a grouped-query decode step; this measures what that saves).
 
 The prompts: --prompts KodCode questions (../shared/data/kodcode or $CODEA1_SHARED_DATA; the
 shipped demo problems where that is missing) whose chat prompt is at most --max-prompt-tokens
@@ -76,6 +82,11 @@ def pick_prompts(count: int, data: str | None, tokens) -> tuple[list, str]:
     return [sized[round(i * (len(sized) - 1) / max(1, count - 1))][2] for i in range(count)], source
 
 
+def synchronize(torch, device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
 def parse_value(text: str):
     try:
         return json.loads(text)
@@ -98,7 +109,12 @@ def main() -> None:
                         help="one more row with these TorchBackendOptions fields (decode=eager,generation_batch=32)")
     parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                         help="another TorchBackendOptions field for every row (JSON value or a string)")
-    parser.add_argument("--eos-bias", type=float, default=4.5, help="EOS logit at the mean hidden state (see above)")
+    parser.add_argument("--eos-bias", type=lambda v: None if v == "none" else float(v), default=4.5,
+                        help="EOS logit at the mean hidden state (see above), or 'none'")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
+    parser.add_argument("--attention", default=None, help="the model's attention implementation for decoding "
+                                                          "(default: the engine's choice)")
     parser.add_argument("--repeat", type=int, default=2, help="timed calls after the warm-up")
     parser.add_argument("--data", default=None, help=f"KodCode file or directory, or 'demo' (default: "
                                                      f"$CODEA1_SHARED_DATA/kodcode/{KODCODE_FILE})")
@@ -121,7 +137,7 @@ def main() -> None:
     default_dir = Path(tempfile.gettempdir()) / f"bench-generation-{args.shape}-eos{args.eos_bias}"
     model_dir = Path(args.model_dir or default_dir)
     t0 = time.perf_counter()
-    info = ensure_model(model_dir, args.shape, "cpu", "float32", args.eos_bias)
+    info = ensure_model(model_dir, args.shape, args.device, args.dtype, args.eos_bias)
     built = time.perf_counter() - t0
     tok = AutoTokenizer.from_pretrained(model_dir)
 
@@ -156,20 +172,28 @@ def main() -> None:
     for config in configs:
         label = ", ".join(f"{k}={v}" for k, v in config.items())
         try:
-            options = TorchBackendOptions(model=str(model_dir), device="cpu", dtype="float32", **{**extra, **config})
+            options = TorchBackendOptions(model=str(model_dir), device=args.device, dtype=args.dtype,
+                                          **{**extra, **config})
         except (TypeError, ValueError) as exc:  # a value this code refuses (generation_batch 0 before it meant auto)
             rows.append({"config": label, "error": str(exc)})
             continue
+        if args.device.startswith("cuda"):
+            torch.cuda.reset_peak_memory_stats()
         backend = TorchBackend(options, seed=0)
+        if args.attention:
+            backend.model.set_attn_implementation(args.attention)
         backend.generate(prompts, args.n, sampling, seed=0)  # warm-up
         seconds, samples = [], None
         for _ in range(args.repeat):
+            synchronize(torch, args.device)
             t0 = time.perf_counter()
             samples = backend.generate(prompts, args.n, sampling, seed=0)
+            synchronize(torch, args.device)
             seconds.append(time.perf_counter() - t0)
         flat = [s for group in samples for s in group]
         tokens = sum(len(s.token_ids) for s in flat)
         mean_s = statistics.mean(seconds)
+        peak = torch.cuda.max_memory_allocated() / 2**30 if args.device.startswith("cuda") else None
         described = {k: v for k, v in backend.info().items()
                      if k not in ("backend", "model", "loaded_from", "device", "dtype", "parameters")}
         rows.append({"config": label or f"defaults (generation_batch={options.generation_batch})",
@@ -178,7 +202,8 @@ def main() -> None:
                      "stop": sum(s.finish_reason == "stop" for s in flat),
                      "length": sum(s.finish_reason == "length" for s in flat),
                      "seconds": round(mean_s, 3), "seconds_each": [round(s, 3) for s in seconds],
-                     "tokens_per_s": round(tokens / mean_s, 1)})
+                     "tokens_per_s": round(tokens / mean_s, 1),
+                     "peak_torch_gb": round(peak, 2) if peak is not None else None})
         backend.close()
 
     if args.json:
@@ -188,10 +213,13 @@ def main() -> None:
                           "rows": rows}, indent=1))
         return
     print(f"code: {codea1_location()}")
-    print(f"model: {args.shape}, {info['parameters']:,} parameters, eos bias {args.eos_bias} ({model_dir}"
+    print(f"model: {args.shape}, {info['parameters']:,} parameters, {args.dtype} on {args.device}, "
+          f"eos bias {args.eos_bias} ({model_dir}"
           f"{f', built in {built:.0f} s' if built > 1 else ''}); {len(prompts)} prompts from {source} "
           f"({lengths[0]}-{lengths[-1]} tokens) x {args.n}, max_tokens {args.max_tokens}; "
           f"{args.repeat} timed calls after one warm-up; torch threads {torch.get_num_threads()}")
+    if args.attention:
+        print(f"attention for every row: {args.attention}")
     if extra:
         print("options for every row: " + ", ".join(f"{k}={v}" for k, v in extra.items()))
     if left_out:

@@ -7,7 +7,7 @@ installed); nothing is downloaded.
     python scripts/bench_gpu_step.py [--shape 1.5b] [--engines transformers,vllm] [--max-tokens 512]
                                      [--batch-size 4] [--generation-batch N] [--device cuda:0]
                                      [--workers 16] [--data FILE|demo] [--eos-bias B] [--out DIR]
-                                     [--timeout 900]
+                                     [--timeout 900] [--option KEY=VALUE ...] [--executor-option KEY=VALUE ...]
     python scripts/bench_gpu_step.py --shape tiny        # CPU (CI): about a minute on 2 cores
 
 Before and after a change: the same command from each checkout's venv (the runs import the
@@ -36,7 +36,10 @@ and finish reasons, and TrainContext.update its window; both record torch's peak
 of the training process. The run is stopped (SIGINT) once step 2's row is in steps.jsonl:
 its final checkpoint and export are not part of the measurement. `rollout_engine` is set in
 [policies.*] only where the torch backend's options have it (older code: transformers only),
-`generation_batch` only when --generation-batch is given.
+`generation_batch` only when --generation-batch is given; --option KEY=VALUE sets another
+field of the torch backend's options in both policies (decode=compiled), left out (and said)
+where the code under measurement has no such field; --executor-option KEY=VALUE another field
+of the subprocess executor's.
 
 Printed: one row per engine: the phases of step 2 from its steps.jsonl "timing"
 (generate_code_s, generate_tests_s, validate_s + execute_s, update_s), the step's wall time
@@ -229,14 +232,26 @@ def config_text(args, model: Path, engine: str, options: set[str]) -> str:
         policy["rollout_engine"] = engine
     if args.generation_batch is not None:
         policy["generation_batch"] = args.generation_batch
+    for item in args.option:
+        key, _, value = item.partition("=")
+        if key in options:
+            policy[key] = json_or_text(value)
     from codea1.harness.flows.train import toml_text
 
     return toml_text({"train": {"trainer": "code-a1", "steps": 2, "batch_size": args.batch_size, "seed": 0,
                                 "checkpoint_every": 1000},
                       "benchmark": benchmark,
-                      "executor": {"name": "subprocess", "workers": args.workers},
+                      "executor": {"name": "subprocess", "workers": args.workers,
+                                   **{k: json_or_text(v) for k, _, v in (o.partition("=") for o in args.executor_option)}},
                       "trainer": {"m": 8, "n": 8, "k": 8, "topvar": 1, "alpha": 0.5, "reward_variant": "authors"},
                       "policies": {"code": policy, "tests": dict(policy)}})
+
+
+def json_or_text(text: str):
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
 
 
 class GpuSampler(threading.Thread):
@@ -435,6 +450,10 @@ def main() -> None:
     parser.add_argument("--eos-bias", type=float, default=None, help="make responses stop (bench_generation.py)")
     parser.add_argument("--out", default=None, help="keep the model and the runs here (default: a temporary directory)")
     parser.add_argument("--timeout", type=float, default=900, help="seconds per engine's run before it is stopped")
+    parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                        help="another torch backend option for both policies (JSON value or a string)")
+    parser.add_argument("--executor-option", action="append", default=[], metavar="KEY=VALUE",
+                        help="another option of the subprocess executor (JSON value or a string)")
     args = parser.parse_args()
     cuda_run = args.device.startswith("cuda")
     if args.max_tokens is None:
@@ -454,6 +473,9 @@ def main() -> None:
         model_info = ensure_model(model_dir, args.shape, args.device, dtype, args.eos_bias)
         options = torch_options()
         print(f"code: {codea1_location()}")
+        unknown = [o.partition("=")[0] for o in args.option if o.partition("=")[0] not in options]
+        if unknown:
+            print("left out (not options of this code's torch backend): " + ", ".join(unknown))
         print(f"model: {args.shape}, {model_info['parameters']:,} parameters, {dtype} ({time.time() - t0:.0f} s); "
               f"data: {args.data}; engines: {', '.join(engines)}; batch {args.batch_size}, M = N = K = 8, "
               f"max_tokens {args.max_tokens}, generation_batch "

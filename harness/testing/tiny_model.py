@@ -35,8 +35,9 @@ def corpus() -> list[str]:
 
 
 def build_tiny_model(directory: str | Path, *, vocab_size: int = 1024, hidden_size: int = 128, layers: int = 2,
-                     heads: int = 2, seed: int = 0) -> Path:
+                     heads: int = 2, kv_heads: int | None = None, seed: int = 0) -> Path:
     """Write a tokenizer and a random-init Qwen2 model to ``directory``; returns it.
+    ``kv_heads`` below ``heads``: grouped-query attention, as Qwen2.5's (default: as many).
 
     head_dim = hidden_size / heads = 64 by default: a size every attention backend
     (including vLLM's CPU one) supports."""
@@ -63,7 +64,7 @@ def build_tiny_model(directory: str | Path, *, vocab_size: int = 1024, hidden_si
     fast.save_pretrained(out)
 
     config = Qwen2Config(vocab_size=len(fast), hidden_size=hidden_size, intermediate_size=2 * hidden_size,
-                         num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=heads,
+                         num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=kv_heads or heads,
                          max_position_embeddings=4096, tie_word_embeddings=True,
                          eos_token_id=fast.eos_token_id, pad_token_id=fast.pad_token_id, bos_token_id=None)
     torch.manual_seed(seed)

@@ -21,7 +21,7 @@ def test_bench_gpu_step_times_step_two_of_a_real_train_run_on_cpu(tmp_path):
     out = tmp_path / "bench"
     run = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench_gpu_step.py"), "--shape", "tiny",
                           "--device", "cpu", "--engines", "transformers", "--data", "demo", "--max-tokens", "16",
-                          "--workers", "2", "--out", str(out)],
+                          "--workers", "2", "--out", str(out), "--option", "decode=eager", "--option", "no_such=1"],
                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     bench = json.loads((out / "bench.json").read_text())
@@ -37,6 +37,8 @@ def test_bench_gpu_step_times_step_two_of_a_real_train_run_on_cpu(tmp_path):
     assert row["gpu_util_generate"] is None and row["peak_gpu_gb"] is None  # CPU: n/a
     config = (out / "transformers" / "config.toml").read_text()
     assert "generation_batch" not in config  # unset unless asked: the backend's default
+    assert 'decode = "eager"' in config and "no_such" not in config  # --option: only the backend's own fields
+    assert "left out (not options of this code's torch backend): no_such" in run.stdout
     lines = run.stdout.splitlines()
     header = next(i for i, line in enumerate(lines) if line.startswith("engine"))
     assert lines[header + 2].split()[:2] == ["transformers", "tiny"]
@@ -48,7 +50,7 @@ def test_bench_generation_counts_tokens_and_finish_reasons_per_configuration(tmp
     model = tmp_path / "model"
     command = [sys.executable, str(ROOT / "scripts" / "bench_generation.py"), "--shape", "tiny", "--data", "demo",
                "--prompts", "3", "-n", "2", "--max-tokens", "24", "--repeat", "1", "--model-dir", str(model),
-               "--generation-batch", "2", "4", "--option", "no_such_option=1", "--json"]
+               "--generation-batch", "2", "4", "--option", "no_such_option=1", "--attention", "eager", "--json"]
     run = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     out = json.loads(run.stdout)
@@ -59,8 +61,9 @@ def test_bench_generation_counts_tokens_and_finish_reasons_per_configuration(tmp
     for row in out["rows"]:
         assert row["sequences"] == 6 and row["stop"] + row["length"] == 6
         assert 0 < row["generated_tokens"] <= 6 * 24 and row["tokens_per_s"] > 0
+        assert row["backend_info"]["attention"] == "eager"  # --attention: the model's, for every row
     # the weights are reused, not rebuilt: a second run reads the same directory
     stamp = (model / "model.safetensors").stat().st_mtime_ns
-    again = subprocess.run(command[:-6] + ["--json"], capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    again = subprocess.run(command[:-8] + ["--json"], capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     assert (model / "model.safetensors").stat().st_mtime_ns == stamp

@@ -4,19 +4,30 @@ Prompts are sorted by length and cut into batches of ``generation_batch`` (0: as
 half the free device memory holds for the batch's KV cache), so a batch pads little. Two
 decode paths, chosen by the backend's ``decode`` option:
 
-- ``eager`` (``auto``, everywhere): an own loop over a dynamic KV cache. A sequence that
+- ``eager`` (``auto`` on a CPU): an own loop over a dynamic KV cache. A sequence that
   emits end-of-sequence leaves the batch at once (its rows of the cache are dropped), so the
   batch shrinks as responses end: a model is fed exactly one row per generated token, and a
   random or a trained model ends its responses at very different lengths.
-- ``compiled`` (opt-in, not yet measured on a GPU): transformers' ``generate`` with a static
-  KV cache, whose decode step transformers compiles (torch.compile; CUDA graphs on CUDA).
-  Prompt widths are rounded up to a multiple of 128, the cache length is a ceiling that only
-  grows (rounded up to 1024, plus max_tokens) and every batch has the same size (the last
-  one filled with copies, dropped; a size chosen from free memory only ever shrinks), so the
-  step compiles for a few shapes, not one per call. Known costs, to be measured on a GPU
-  before it becomes CUDA's default: transformers builds a new static cache per call (CUDA
-  graphs re-record when its address changes), and under compile its SDPA path expands the
-  grouped KV heads over the whole cache length every step.
+- ``compiled`` (``auto`` on CUDA): transformers' ``generate`` with a static KV cache, whose
+  decode step transformers compiles (torch.compile; CUDA graphs on CUDA). Prompt widths are
+  rounded up to a multiple of 128, the cache length is a ceiling that only grows (rounded up
+  to 1024, plus max_tokens) and a batch has a power-of-two size (the last one filled with
+  copies, dropped; the size chosen from free memory only ever shrinks), so the step compiles
+  for a few shapes, not one per call; the first call of each shape compiles (about 90 s for
+  the 1.5B shape on 16 cores). On one H100 (issue 35, 1.5B shape, max_tokens 256, the
+  log-prob pass included) the eager path was CPU-bound: the GPU 25 % busy, 1,620 tokens/s
+  over a Code-A1 step's two generations; compiled, 5,950 tokens/s generating 256 sequences.
+
+Grouped-query attention (Qwen2.5's 12 query heads on 2 key/value heads) decodes without
+expanding the cache: transformers up to 5.1x repeats every key/value head over its group for
+the whole cache at every decode step once a padding mask is present (a batch of prompts of
+different lengths), six times the cache's bytes written and read again per layer and step,
+the cost that grew with the batch on the GPU (issue 35: 47 ms a step at 64 sequences, 190 ms
+at 256; compiled, 2,030 tokens/s expanded, 5,950 packed). The engine gives the model an
+attention function of its own, ``packed_gqa_sdpa``:
+one query token per sequence is laid out as a group's rows against its key/value head (what
+transformers 5.2x does itself, ``pack_gqa``), and everything else goes to transformers' SDPA
+unchanged, so training and the log-prob pass compute exactly what they did.
 
 Sampling is softmax(logits / temperature), top-p as asked and nothing else (what the
 backend's log-probs describe); greedy at temperature 0. On the eager path every response
@@ -38,6 +49,49 @@ from codea1.trainers.backends.rollouts import Response, RolloutEngine, request_s
 WIDTH_STEP = 128  # the compiled path's prompt widths: multiples of this
 CACHE_STEP = 1024  # its static cache length: the longest prompt rounded up to this, plus max_tokens
 MAX_AUTO_BATCH = {"cuda": 256, "cpu": 16}  # a CPU gains nothing from wider batches, and pads more
+PACKED_ATTENTION = "codea1_packed_gqa_sdpa"  # the name the engine registers its attention function under
+
+
+def packed_gqa_sdpa(module, query, key, value, attention_mask, **kwargs):
+    """transformers' ``sdpa`` attention, except for one decode step of grouped-query attention
+    under a mask: query (batch, heads, 1, dim) becomes (batch, kv_heads, group, dim), so each
+    key/value head is read once by its group's query rows, never copied per head. The mask
+    (batch, 1, 1, length) is the same for every head and broadcasts over the group. The same
+    under torch.compile (the compiled path's decode step, where transformers 5.2x expands the
+    heads again: over its whole static cache, every step)."""
+    import torch
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    groups = getattr(module, "num_key_value_groups", 1)
+    if (groups > 1 and query.shape[2] == 1 and attention_mask is not None and attention_mask.shape[1] == 1
+            and kwargs.get("position_bias") is None):
+        batch, heads, _, dim = query.shape
+        out = torch.nn.functional.scaled_dot_product_attention(
+            query.reshape(batch, heads // groups, groups, dim), key, value, attn_mask=attention_mask,
+            dropout_p=kwargs.get("dropout", 0.0), scale=kwargs.get("scaling"))
+        if not torch.compiler.is_compiling():  # a Python side effect would break the compiled graph
+            packed_gqa_sdpa.calls += 1
+        return out.reshape(batch, heads, 1, dim).transpose(1, 2).contiguous(), None
+    return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
+
+
+packed_gqa_sdpa.calls = 0  # decode steps x layers that took the packed path (tests, benchmarks)
+
+
+def use_packed_gqa(model) -> bool:
+    """Give ``model`` the packed attention where it would run transformers' SDPA on grouped
+    heads; the masks stay SDPA's. Returns whether it did."""
+    cfg = model.config
+    heads, kv_heads = cfg.num_attention_heads, getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
+    if cfg._attn_implementation not in ("sdpa", PACKED_ATTENTION) or kv_heads == heads:
+        return False
+    from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+
+    AttentionInterface.register(PACKED_ATTENTION, packed_gqa_sdpa)
+    AttentionMaskInterface.register(PACKED_ATTENTION, sdpa_mask)
+    model.set_attn_implementation(PACKED_ATTENTION)
+    return True
 
 
 def nucleus(torch, logits, temperature: float, top_p: float):
@@ -72,26 +126,30 @@ class Engine(RolloutEngine):
         self.backend = backend  # its model, tokenizer, device and options
         self.torch = backend.torch
         decode = backend.options.decode
-        self.compiled = decode == "compiled"
+        self.compiled = decode == "compiled" or (decode == "auto" and self.device_type == "cuda")
         self.cache_len = 0  # the compiled path's static cache length: a ceiling that only grows
         self.forward_rows = 0  # rows fed through the model while decoding, for tests and benchmarks
         self.compiled_batch = 0  # the compiled path's batch size once chosen from free memory
         # transformers 5.2x names the cache argument ``cache`` (``past_key_values`` before)
         forward = inspect.signature(backend.model.forward).parameters
         self.cache_arg = "cache" if "cache" in forward else "past_key_values"
+        self.packed_gqa = use_packed_gqa(backend.model)
 
     @property
     def device_type(self) -> str:
         return self.torch.device(self.backend.device).type
 
     def info(self) -> dict:
-        return {"rollout_engine": self.name, "decode": "compiled" if self.compiled else "eager"}
+        return {"rollout_engine": self.name, "decode": "compiled" if self.compiled else "eager",
+                "attention": self.backend.model.config._attn_implementation}
 
     # -- batching ------------------------------------------------------------------------------
     def generate(self, prompts: list[list[int]], sampling, seed: int) -> list[Response]:
         order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))  # stable: ties keep their order
         longest = max((len(p) for p in prompts), default=0)
         size = self.backend.options.generation_batch or self.auto_batch(longest, sampling.max_tokens)
+        if self.compiled:  # few prompts are not padded to a wide batch: the next power of two holds them
+            size = min(size, 1 << max(0, len(prompts) - 1).bit_length())
         out: list[Response | None] = [None] * len(prompts)
         self.backend.model.eval()
         for start in range(0, len(order), size):

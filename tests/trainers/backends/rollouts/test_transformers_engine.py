@@ -2,7 +2,7 @@
 length, finished sequences leave the batch (the model is fed exactly one row per generated
 token), a response does not depend on the batch it shares (so the batch size chosen from
 free memory cannot change a run), greedy decoding equals transformers' own ``generate``,
-and the compiled path (static cache, compiled step) decodes the same tokens."""
+grouped-query attention decodes on the packed layout with SDPA's results, and the compiled path (static cache, compiled step) decodes the same tokens."""
 
 from __future__ import annotations
 
@@ -108,6 +108,67 @@ def test_wrong_rollout_options_fail_naming_the_key(plugins, tiny_model, key, val
         backend(plugins, tiny_model, **{key: value})
 
 
+@pytest.fixture(scope="module")
+def gqa_model(tmp_path_factory):
+    """Qwen2.5's layout in small: 4 query heads on 2 key/value heads (head_dim 64)."""
+    pytest.importorskip("transformers", reason="transformers is not installed (pip install 'codea1[hf]')")
+    from codea1.harness.testing.tiny_model import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("gqa-model"), hidden_size=256, heads=4, kv_heads=2)
+
+
+def test_a_grouped_query_decode_step_on_the_packed_layout_equals_sdpa(plugins, gqa_model):
+    """One decode step of a left-padded batch: the engine's attention (each key/value head
+    read once by its group) gives SDPA's logits, and the steps took the packed path."""
+    from codea1.trainers.backends.rollouts import transformers_engine
+
+    b = backend(plugins, gqa_model)
+    model, engine = b.model, b.engine
+    assert engine.packed_gqa and b.info()["attention"] == transformers_engine.PACKED_ATTENTION
+    batch = [[5, 6, 7, 8, 9, 10, 11], [12, 13], [14, 15, 16, 17]]
+    ids, mask = engine._left_padded(batch, 7)
+    positions = (mask.cumsum(-1) - 1).clamp(min=0)
+    step = torch.tensor([[20], [21], [22]])
+    mask2 = torch.cat([mask, mask.new_ones((3, 1))], dim=1)
+    logits = {}
+    for attention in (transformers_engine.PACKED_ATTENTION, "sdpa"):
+        model.set_attn_implementation(attention)
+        before = transformers_engine.packed_gqa_sdpa.calls
+        with torch.no_grad():
+            out = model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True)
+            cache = getattr(out, "cache", None) or out.past_key_values
+            logits[attention] = model(input_ids=step, attention_mask=mask2, position_ids=positions[:, -1:] + 1,
+                                      use_cache=True, **{engine.cache_arg: cache}).logits[:, -1]
+        packed = transformers_engine.packed_gqa_sdpa.calls - before
+        # the prefill (7 query tokens) is SDPA's own; the decode step is packed in every layer
+        assert packed == (model.config.num_hidden_layers if attention != "sdpa" else 0)
+    assert torch.allclose(logits["sdpa"], logits[transformers_engine.PACKED_ATTENTION], atol=1e-5, rtol=1e-5)
+
+
+def test_grouped_query_greedy_decoding_equals_transformers_generate(plugins, gqa_model):
+    """Batched, padded and packed, the engine decodes what transformers' generate does for
+    each prompt alone (no padding, no packing)."""
+    import transformers
+
+    from codea1.trainers.backends.rollouts import transformers_engine
+
+    b = backend(plugins, gqa_model, generation_batch=4)
+    favour_eos(b, bias=2.0)
+    before = transformers_engine.packed_gqa_sdpa.calls
+    ours = b.generate(PROMPTS, 1, GREEDY, seed=0)
+    assert transformers_engine.packed_gqa_sdpa.calls > before
+    tok = b.tokenizer
+    b.model.set_attn_implementation("sdpa")
+    for (sample,) in ours:
+        prompt = torch.tensor([sample.handle.prompt_ids])
+        config = transformers.GenerationConfig(do_sample=False, max_new_tokens=GREEDY.max_tokens,
+                                               eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
+        with torch.no_grad():
+            theirs = b.model.generate(input_ids=prompt, attention_mask=torch.ones_like(prompt),
+                                      generation_config=config)[0, prompt.shape[1]:].tolist()
+        assert sample.token_ids == theirs
+
+
 @pytest.mark.long
 def test_the_compiled_path_decodes_what_the_eager_path_does(plugins, tiny_model):
     """A static KV cache and a compiled step (what CUDA gets by default), here on the CPU:
@@ -118,3 +179,15 @@ def test_the_compiled_path_decodes_what_the_eager_path_does(plugins, tiny_model)
     assert ids(compiled.generate(PROMPTS, 1, GREEDY, seed=0)) == ids(eager.generate(PROMPTS, 1, GREEDY, seed=0))
     sampled = compiled.generate(PROMPTS, 2, SAMPLED, seed=3)
     assert ids(sampled) == ids(compiled.generate(PROMPTS, 2, SAMPLED, seed=3))
+
+
+@pytest.mark.long
+def test_the_compiled_path_packs_grouped_heads_and_sizes_a_batch_to_its_prompts(plugins, gqa_model):
+    """What CUDA gets by default, on the CPU: grouped-query attention packed inside the
+    compiled step decodes the eager path's greedy tokens, and three prompts run as a batch of
+    four (the next power of two), not as the batch chosen from free memory (16 here)."""
+    eager = backend(plugins, gqa_model, decode="eager")
+    compiled = backend(plugins, gqa_model, decode="compiled")
+    assert compiled.engine.packed_gqa and compiled.info()["decode"] == "compiled"
+    assert ids(compiled.generate(PROMPTS[:3], 1, GREEDY, seed=0)) == ids(eager.generate(PROMPTS[:3], 1, GREEDY, seed=0))
+    assert compiled.engine.forward_rows == 4 * GREEDY.max_tokens  # 4 rows a step; none stopped early
