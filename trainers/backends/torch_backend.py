@@ -49,11 +49,16 @@ policy_loss and kl as token means over all passes; clip_ratio, the share of toke
 clipped term was the one taken (the clip stopped their gradient, verl's pg_clipfrac);
 grad_norm, the mean over optimiser steps; optimizer_steps.
 
-On a GPU: ``dtype = "bfloat16"`` and ``gradient_checkpointing = true``. Options:
+On a GPU: ``dtype = "bfloat16"`` and ``gradient_checkpointing = true``. In bfloat16 or
+float16 the optimiser steps float32 master weights (``master_weights``, default true: 4
+more bytes per parameter, AdamW's state in float32, gradients summed in float32) and the
+model takes them rounded after each step; the checkpoint keeps the masters. Without them an
+AdamW step at lr 1e-6 is below half a bfloat16 step of most weights, which then never move.
+Options:
 ``model`` (required), ``device`` (auto|cpu|cuda|cuda:N), ``dtype`` (float32|bfloat16|
 float16), ``lr``, ``weight_decay``, ``clip_low``, ``clip_high``, ``kl_coef``,
 ``micro_batch_size``, ``mini_batch_size``, ``ppo_epochs``, ``max_grad_norm``,
-``gradient_checkpointing``, ``trust_remote_code``, and the rollout options above.
+``gradient_checkpointing``, ``trust_remote_code``, ``master_weights``, and the rollout options above.
 """
 
 from __future__ import annotations
@@ -88,6 +93,7 @@ class TorchBackendOptions(PolicyUpdateOptions):
     vllm_max_model_len: int = 0
     vllm_sleep: bool = True
     vllm_enforce_eager: bool = False
+    master_weights: bool = True  # bfloat16/float16 weights: the optimiser steps float32 copies
 
     def __post_init__(self):
         super().__post_init__()
@@ -159,7 +165,14 @@ class TorchBackend(PolicyBackend):
             self.reference = copy.deepcopy(self.model).eval()
             for p in self.reference.parameters():
                 p.requires_grad_(False)
-        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=o.lr, weight_decay=o.weight_decay)
+        self.params = [p for p in self.model.parameters() if p.requires_grad]
+        # Mixed precision: at lr 1e-6 an AdamW step (about lr per weight) is far below half a
+        # bfloat16 step of a weight near 0.02 (6e-5): stepped in bfloat16 the weights would not
+        # move. The optimiser steps float32 masters; the model takes them rounded after each step.
+        self.master = None
+        if o.master_weights and dtype != torch.float32:
+            self.master = [p.detach().float().clone().requires_grad_(True) for p in self.params]
+        self.optimizer = torch.optim.AdamW(self.master or self.params, lr=o.lr, weight_decay=o.weight_decay)
         self.updates = 0
         try:
             self.engine = engine_class(o.rollout_engine)(self)  # after the policy: a vLLM engine takes what it leaves
@@ -265,10 +278,31 @@ class TorchBackend(PolicyBackend):
                 stats["policy_loss"] += policy.detach().sum().item() / seen
                 stats["clip_ratio"] += clip_taken.float().sum().item() / seen
                 loss = loss + token_loss.sum() / tokens  # the mini-batch's token mean, across micro-batches
-            loss.backward()
+            self._backward(loss)
             stats["loss"] += loss.item() * share
-        grad_norm = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), o.max_grad_norm))
+        return self._step()
+
+    def _backward(self, loss) -> None:
+        """Gradients of ``loss`` added to the step's; with master weights, summed in float32."""
+        loss.backward()
+        if self.master is not None:
+            for master, p in zip(self.master, self.params):
+                if p.grad is not None:
+                    master.grad = p.grad.float() if master.grad is None else master.grad.add_(p.grad)
+                    p.grad = None
+
+    def _step(self) -> float:
+        """Clip, one AdamW step, the gradients freed (they would sit through the next
+        generation), the model given the masters' new values; returns the norm before clipping."""
+        torch = self.torch
+        params = self.master or self.params
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(params, self.options.max_grad_norm))
         self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        if self.master is not None:
+            with torch.no_grad():
+                for master, p in zip(self.master, self.params):
+                    p.copy_(master)
         self.engine.sync()
         return grad_norm
 
@@ -288,11 +322,9 @@ class TorchBackend(PolicyBackend):
         for start in range(0, len(samples), o.micro_batch_size):
             chunk = samples[start:start + o.micro_batch_size]
             loss = -sum(lp.sum() for lp in self._logprobs(self.model, chunk)) / total
-            loss.backward()
+            self._backward(loss)
             loss_sum += loss.item()
-        grad_norm = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), o.max_grad_norm))
-        self.optimizer.step()
-        self.engine.sync()
+        grad_norm = self._step()
         self.updates += 1
         return {"loss": loss_sum, "tokens": float(total), "grad_norm": grad_norm}
 
@@ -303,6 +335,8 @@ class TorchBackend(PolicyBackend):
         path.mkdir(parents=True, exist_ok=True)
         torch.save(self.model.state_dict(), path / "model.pt")
         torch.save(self.optimizer.state_dict(), path / "optimizer.pt")
+        if self.master is not None:  # the float32 weights the model's are rounded from
+            torch.save([m.detach() for m in self.master], path / "master.pt")
         state = {"updates": self.updates, "rng": self.torch.get_rng_state().tolist()}
         (path / "backend.json").write_text(json.dumps(state))
 
@@ -310,6 +344,15 @@ class TorchBackend(PolicyBackend):
         torch = self.torch
         path = Path(directory)
         self.model.load_state_dict(torch.load(path / "model.pt", map_location=self.device))
+        if self.master is not None:
+            with torch.no_grad():
+                if (path / "master.pt").is_file():
+                    for master, saved in zip(self.master, torch.load(path / "master.pt", map_location=self.device),
+                                             strict=True):
+                        master.copy_(saved)
+                else:  # saved without masters (float32 then, or master_weights off): from the weights
+                    for master, p in zip(self.master, self.params):
+                        master.copy_(p)
         self.optimizer.load_state_dict(torch.load(path / "optimizer.pt", map_location=self.device))
         state = json.loads((path / "backend.json").read_text())
         self.updates = state["updates"]
@@ -327,6 +370,7 @@ class TorchBackend(PolicyBackend):
         loaded = {"loaded_from": self.source} if self.source != self.options.model else {}  # a hub name's snapshot
         return {"backend": self.name, "model": self.options.model, **loaded, "device": self.device,
                 "dtype": str(self.model.dtype), "parameters": sum(p.numel() for p in self.model.parameters()),
+                "master_weights": self.master is not None,
                 **self.engine.info()}
 
     def close(self) -> None:
@@ -334,7 +378,8 @@ class TorchBackend(PolicyBackend):
         # flow's last reference goes (a GPU's memory matters to whatever runs next).
         if getattr(self, "engine", None) is not None:
             self.engine.close()
-        self.model = self.reference = self.optimizer = self.engine = None
+        self.model = self.reference = self.optimizer = self.engine = self.master = None
+        self.params = []
 
 
 @hookimpl

@@ -2,8 +2,9 @@
 log-probabilities, the loss as the formula says, micro-batches that add up to the full
 batch exactly, PPO mini-batches and epochs (the ratio leaves 1 after the first optimiser
 step, the clip acts, one mini-batch is the plain single step, the shuffle is seeded), state
-that survives save/load, an export the hf generator loads, and a learning check on a
-scripted reward."""
+that survives save/load, an export the hf generator loads, a learning check on a
+scripted reward, and bfloat16 weights that move at lr 1e-6 (float32 masters) and resume
+exactly."""
 
 from __future__ import annotations
 
@@ -60,9 +61,11 @@ def test_micro_batches_add_up_to_the_full_batch_even_with_a_partial_last_one(plu
     for micro in (5, 2):
         b = backend(plugins, tiny_model, micro_batch_size=micro, lr=1e-3)
         samples = [s for row in b.generate(PROMPTS, 3, SAMPLING, seed=3) for s in row][:5]
+        grads = []  # as the optimiser is about to step (the step frees them)
+        b.optimizer.register_step_pre_hook(
+            lambda opt, args, kwargs: grads.append(torch.cat([p.grad.flatten() for p in b.params])))
         stats = b.update(samples, [0.0] * 5, [1.0, -1.0, 0.5, -0.5, 0.25])
-        grads = torch.cat([p.grad.flatten() for p in b.model.parameters() if p.grad is not None])
-        results.append((grads, stats))
+        results.append((grads[0], stats))
     assert results[0][0].abs().max() > 0
     assert torch.allclose(results[0][0], results[1][0], rtol=1e-4, atol=1e-7)
     assert results[0][1]["loss"] == pytest.approx(results[1][1]["loss"], abs=1e-6)
@@ -154,6 +157,49 @@ def test_save_and_load_restore_weights_and_optimiser(plugins, tiny_model, tmp_pa
     a.update(more, [0.0] * 4, [0.5, -0.5, 1.0, -1.0])
     b.update(more, [0.0] * 4, [0.5, -0.5, 1.0, -1.0])
     assert torch.allclose(params(a), params(b), atol=1e-7)
+
+
+def masters(b) -> torch.Tensor:
+    return torch.cat([m.detach().flatten() for m in b.master])
+
+
+def test_bfloat16_weights_move_at_the_papers_learning_rate_through_float32_masters(plugins, tiny_model):
+    """At lr 1e-6 an AdamW step is about 1e-6 per weight, far below half a bfloat16 step of a
+    weight near 0.02 (6e-5): stepped in bfloat16 nearly every weight stays as it was. The
+    masters take every step; the model holds them rounded, and after enough steps moves."""
+    runs = {}
+    for master in (False, True):
+        b = backend(plugins, tiny_model, dtype="bfloat16", master_weights=master, kl_coef=0.0)
+        assert b.info()["master_weights"] is master
+        start = params(b).float()
+        samples = [s for row in b.generate(PROMPTS, 2, SAMPLING, seed=3) for s in row]
+        for _ in range(10):
+            b.update(samples, [0.0] * 4, [1.0, -1.0, 1.0, -1.0])
+        runs[master] = b
+        moved = (params(b).float() != start).float().mean().item()
+        if master:
+            assert (masters(b) != start).float().mean().item() > 0.9  # the masters took every step
+            assert torch.equal(params(b), masters(b).to(torch.bfloat16))  # the model holds them rounded
+            assert moved > 0.05
+        else:
+            assert moved < 0.05  # the steps were rounded away
+    assert b.optimizer.state[b.master[0]]["exp_avg"].dtype == torch.float32
+    assert all(p.grad is None for p in b.params) and all(m.grad is None for m in b.master)  # freed after a step
+
+
+def test_masters_survive_save_and_load(plugins, tiny_model, tmp_path):
+    """A resumed bfloat16 run steps the saved masters, not its weights rounded: the next
+    update equals the live one bit for bit."""
+    a = backend(plugins, tiny_model, dtype="bfloat16", lr=1e-5)
+    samples = [s for row in a.generate(PROMPTS, 2, SAMPLING, seed=2) for s in row]
+    a.update(samples, [0.0] * 4, [1.0, -1.0, 1.0, -1.0])
+    a.save(tmp_path / "ckpt")
+    b = backend(plugins, tiny_model, dtype="bfloat16", lr=1e-5)
+    b.load(tmp_path / "ckpt")
+    assert torch.equal(masters(a), masters(b)) and not torch.equal(masters(b), params(b).float())
+    a.update(samples, [0.0] * 4, [0.5, -0.5, 1.0, -1.0])
+    b.update(samples, [0.0] * 4, [0.5, -0.5, 1.0, -1.0])
+    assert torch.equal(masters(a), masters(b)) and torch.equal(params(a), params(b))
 
 
 def test_export_is_a_checkpoint_the_hf_generator_loads(plugins, tiny_model, tmp_path):
