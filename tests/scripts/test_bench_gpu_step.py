@@ -1,7 +1,8 @@
 """The benchmark scripts of the rollout path, run as a user runs them, on CPU with the tiny
 shape and the shipped demo problems (no ../shared/data needed): scripts/bench_gpu_step.py
-(one warm-up and one timed Code-A1 step through `codea1 train`) and
-scripts/bench_generation.py (the torch backend's generate alone)."""
+(one warm-up and one timed Code-A1 step through `codea1 train`),
+scripts/bench_generation.py (the torch backend's generate alone) and
+scripts/bench_logprob_memory.py (an update's peak memory with and without the full logits)."""
 
 from __future__ import annotations
 
@@ -67,3 +68,15 @@ def test_bench_generation_counts_tokens_and_finish_reasons_per_configuration(tmp
     again = subprocess.run(command[:-8] + ["--json"], capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     assert (model / "model.safetensors").stat().st_mtime_ns == stamp
+
+
+@pytest.mark.long
+def test_bench_logprob_memory_runs_both_ways_and_reports_their_peaks(tmp_path):
+    run = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench_logprob_memory.py"), "--vocab", "4096",
+                          "--responses", "2", "--prompt", "16", "--response", "32"],
+                         capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert lines[0].startswith("update of 2 responses of 16 + 32 tokens, vocabulary 4,096")
+    assert [line.split()[0] for line in lines[1:3]] == ["chunked", "full"]
+    assert "memory above the model" in lines[3]

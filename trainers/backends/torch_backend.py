@@ -18,7 +18,8 @@ per call:
   static KV cache, the decode step compiled with CUDA graphs; ``auto`` on CUDA, measured
   3x faster there: README, "Training on one GPU"). Each response then gets its per-token
   log-probabilities from one forward pass of the policy (logits divided by the sampling
-  temperature, the distribution it was drawn from).
+  temperature, the distribution it was drawn from), the response positions only, a chunk
+  of tokens at a time (token_logprobs.py: never the full logits).
 - ``vllm``: one vLLM engine in this process on the policy's device, given the policy's
   weights after every update and load; the samples carry the engine's log-probabilities.
   ``vllm_gpu_memory_utilization`` (0.3: the device share it takes, after the policy),
@@ -158,6 +159,10 @@ class TorchBackend(PolicyBackend):
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.model = transformers.AutoModelForCausalLM.from_pretrained(
             source, dtype=dtype, trust_remote_code=o.trust_remote_code).to(self.device)
+        from codea1.trainers.backends import token_logprobs
+
+        self._token_logprobs = token_logprobs
+        self.plain_head = token_logprobs.has_plain_head(self.model)
         if o.gradient_checkpointing:
             self.model.gradient_checkpointing_enable()
         self.reference = None
@@ -207,7 +212,9 @@ class TorchBackend(PolicyBackend):
 
     def _logprobs(self, model, samples: Sequence[PolicySample]) -> list[Any]:
         """Per response token, log p(token | prefix) under ``model`` at each sample's
-        temperature; one padded forward pass for the chunk."""
+        temperature; one padded forward pass for the chunk. Where the logits are the output
+        layer on the last hidden states (Qwen2, Llama: ``plain_head``), only the responses'
+        positions are scored, without the full logits (trainers/backends/token_logprobs.py)."""
         torch = self.torch
         seqs = [s.handle.prompt_ids + s.token_ids for s in samples]
         width = max(len(s) for s in seqs)
@@ -217,6 +224,10 @@ class TorchBackend(PolicyBackend):
         for i, s in enumerate(seqs):  # right padding: positions stay those of generation
             ids[i, :len(s)] = torch.tensor(s, device=self.device)
             mask[i, :len(s)] = 1
+        if self.plain_head:  # the response positions only, a chunk of tokens at a time
+            spans = [(len(s.handle.prompt_ids), len(seq)) for s, seq in zip(samples, seqs)]
+            return self._token_logprobs.response_logprobs(model, ids, mask, spans,
+                                                          [s.handle.temperature for s in samples])
         logits = model(input_ids=ids, attention_mask=mask).logits.float()
         out = []
         for i, s in enumerate(samples):

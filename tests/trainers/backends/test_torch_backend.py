@@ -3,8 +3,9 @@ log-probabilities, the loss as the formula says, micro-batches that add up to th
 batch exactly, PPO mini-batches and epochs (the ratio leaves 1 after the first optimiser
 step, the clip acts, one mini-batch is the plain single step, the shuffle is seeded), state
 that survives save/load, an export the hf generator loads, a learning check on a
-scripted reward, and bfloat16 weights that move at lr 1e-6 (float32 masters) and resume
-exactly."""
+scripted reward, bfloat16 weights that move at lr 1e-6 (float32 masters) and resume
+exactly, and log-probabilities scored a chunk of response tokens at a time that equal the
+full logits' (values and gradients)."""
 
 from __future__ import annotations
 
@@ -200,6 +201,39 @@ def test_masters_survive_save_and_load(plugins, tiny_model, tmp_path):
     a.update(samples, [0.0] * 4, [0.5, -0.5, 1.0, -1.0])
     b.update(samples, [0.0] * 4, [0.5, -0.5, 1.0, -1.0])
     assert torch.equal(masters(a), masters(b)) and torch.equal(params(a), params(b))
+
+
+@pytest.mark.parametrize("dtype, tolerance", [("float32", 1e-5), ("bfloat16", 2e-2)])
+def test_chunked_response_logprobs_equal_the_full_logits_values_and_gradients(plugins, tiny_model, monkeypatch,
+                                                                              dtype, tolerance):
+    """Prompts of different lengths, two temperatures, chunks of 16 tokens (the responses
+    span several): the log-probabilities and the gradient of a weighted sum of them equal
+    those of the full logits; the output layer's module never runs (no full logits)."""
+    from codea1.trainers.backends import token_logprobs
+
+    monkeypatch.setattr(token_logprobs, "CHUNK_BYTES", 4 * 1024 * 16)  # vocabulary 1024: 16 tokens a chunk
+    b = backend(plugins, tiny_model, dtype=dtype)
+    assert b.plain_head
+    samples = [s for row in b.generate(PROMPTS + [[{"role": "user", "content": "Add " * 30}]], 2,
+                                       SamplingParams(temperature=1.0, top_p=1.0, max_tokens=12), seed=1) for s in row]
+    for i, sample in enumerate(samples):
+        sample.handle.temperature = 0.7 if i % 2 else 1.0
+    assert sum(len(s.token_ids) for s in samples) > 3 * 16
+    weights = [torch.linspace(-1, 1, len(s.token_ids)) for s in samples]
+    results = {}
+    for plain in (True, False):
+        b.plain_head = plain
+        head_calls = []
+        hook = b.model.lm_head.register_forward_hook(lambda module, args, out: head_calls.append(out.shape))
+        b.model.zero_grad(set_to_none=True)
+        logps = b._logprobs(b.model, samples)
+        sum((lp * w).sum() for lp, w in zip(logps, weights)).backward()
+        hook.remove()
+        assert bool(head_calls) is not plain
+        results[plain] = (torch.cat(logps).detach(), torch.cat([p.grad.flatten().float() for p in b.params]))
+    (chunked, chunked_grad), (full, full_grad) = results[True], results[False]
+    assert torch.allclose(chunked, full, rtol=tolerance, atol=tolerance)
+    assert torch.allclose(chunked_grad, full_grad, rtol=tolerance, atol=tolerance * full_grad.abs().max().item())
 
 
 def test_export_is_a_checkpoint_the_hf_generator_loads(plugins, tiny_model, tmp_path):
