@@ -10,12 +10,13 @@ chunk in float32, their log-sum-exp kept (one float a token), the target's log-p
 taken; the backward pass computes each chunk's logits again (softmax - one-hot). The
 extra memory is one chunk's logits, about 256 MB whatever the lengths.
 
-torch is imported at module level: this module is imported by the torch backend only.
+torch is imported where it is used (``import codea1...`` stays light); the autograd
+function is made once, on first use.
 """
 
 from __future__ import annotations
 
-import torch
+import functools
 
 CHUNK_BYTES = 2**28  # float32 logits of one chunk: about 256 MB
 
@@ -24,49 +25,58 @@ def chunk_tokens(vocab: int) -> int:
     return max(16, CHUNK_BYTES // (4 * vocab))
 
 
-class TokenLogprobs(torch.autograd.Function):
-    """log softmax(linear(hidden, weight) / temperature)[target] per row of ``hidden``
-    (tokens x hidden size), in float32; ``temperature`` per token. Gradients flow to
-    ``hidden`` and ``weight``."""
+@functools.cache
+def token_logprobs_function():
+    """The autograd function (made once: it subclasses torch's)."""
+    import torch
 
-    @staticmethod
-    def forward(ctx, hidden, weight, targets, temperature, chunk: int):
-        out = torch.empty(hidden.shape[0], dtype=torch.float32, device=hidden.device)
-        lse = torch.empty_like(out)
-        for start in range(0, hidden.shape[0], chunk):
-            end = start + chunk
-            logits = torch.nn.functional.linear(hidden[start:end], weight).float() / temperature[start:end, None]
-            lse[start:end] = torch.logsumexp(logits, dim=-1)
-            out[start:end] = logits.gather(-1, targets[start:end, None]).squeeze(-1) - lse[start:end]
-        ctx.save_for_backward(hidden, weight, targets, temperature, lse)
-        ctx.chunk = chunk
-        return out
+    class TokenLogprobs(torch.autograd.Function):
+        """log softmax(linear(hidden, weight) / temperature)[target] per row of ``hidden``
+        (tokens x hidden size), in float32; ``temperature`` per token. Gradients flow to
+        ``hidden`` and ``weight``."""
 
-    @staticmethod
-    def backward(ctx, grad):
-        hidden, weight, targets, temperature, lse = ctx.saved_tensors
-        grad_hidden = torch.empty_like(hidden) if ctx.needs_input_grad[0] else None
-        grad_weight = torch.zeros(weight.shape, dtype=torch.float32, device=weight.device) \
-            if ctx.needs_input_grad[1] else None
-        for start in range(0, hidden.shape[0], ctx.chunk):
-            end = start + ctx.chunk
-            h, g, t = hidden[start:end], grad[start:end].float(), temperature[start:end, None]
-            logits = torch.nn.functional.linear(h, weight).float() / t
-            # d logp / d logits = one-hot(target) - softmax, divided by the temperature for the raw logits
-            d = torch.exp(logits - lse[start:end, None]).mul_(-g[:, None])
-            d.scatter_add_(-1, targets[start:end, None], g[:, None])
-            d = (d / t).to(hidden.dtype)
-            if grad_hidden is not None:
-                grad_hidden[start:end] = d @ weight
-            if grad_weight is not None:
-                grad_weight += (d.t() @ h).float()
-        return grad_hidden, None if grad_weight is None else grad_weight.to(weight.dtype), None, None, None
+        @staticmethod
+        def forward(ctx, hidden, weight, targets, temperature, chunk: int):
+            out = torch.empty(hidden.shape[0], dtype=torch.float32, device=hidden.device)
+            lse = torch.empty_like(out)
+            for start in range(0, hidden.shape[0], chunk):
+                end = start + chunk
+                logits = torch.nn.functional.linear(hidden[start:end], weight).float() / temperature[start:end, None]
+                lse[start:end] = torch.logsumexp(logits, dim=-1)
+                out[start:end] = logits.gather(-1, targets[start:end, None]).squeeze(-1) - lse[start:end]
+            ctx.save_for_backward(hidden, weight, targets, temperature, lse)
+            ctx.chunk = chunk
+            return out
+
+        @staticmethod
+        def backward(ctx, grad):
+            hidden, weight, targets, temperature, lse = ctx.saved_tensors
+            grad_hidden = torch.empty_like(hidden) if ctx.needs_input_grad[0] else None
+            grad_weight = torch.zeros(weight.shape, dtype=torch.float32, device=weight.device) \
+                if ctx.needs_input_grad[1] else None
+            for start in range(0, hidden.shape[0], ctx.chunk):
+                end = start + ctx.chunk
+                h, g, t = hidden[start:end], grad[start:end].float(), temperature[start:end, None]
+                logits = torch.nn.functional.linear(h, weight).float() / t
+                # d logp / d logits = one-hot(target) - softmax, divided by the temperature for the raw logits
+                d = torch.exp(logits - lse[start:end, None]).mul_(-g[:, None])
+                d.scatter_add_(-1, targets[start:end, None], g[:, None])
+                d = (d / t).to(hidden.dtype)
+                if grad_hidden is not None:
+                    grad_hidden[start:end] = d @ weight
+                if grad_weight is not None:
+                    grad_weight += (d.t() @ h).float()
+            return grad_hidden, None if grad_weight is None else grad_weight.to(weight.dtype), None, None, None
+
+    return TokenLogprobs
 
 
 def has_plain_head(model) -> bool:
     """Whether ``model``'s logits are exactly its output layer (a Linear without bias) applied
     to its decoder's last hidden states, as for Qwen2 and Llama (no logit scaling or
     soft-capping): checked on a short input, bit for bit."""
+    import torch
+
     head = model.get_output_embeddings()
     if not isinstance(head, torch.nn.Linear) or head.bias is not None:
         return False
@@ -87,11 +97,13 @@ def has_plain_head(model) -> bool:
 def response_logprobs(model, ids, mask, spans: list[tuple[int, int]], temperatures: list[float]) -> list:
     """Each row's response log-probabilities (float32): row i's tokens ids[i, start:end],
     each given the tokens before it, at that row's temperature. ``ids``/``mask``: right-padded."""
-    hidden = model.get_decoder()(input_ids=ids, attention_mask=mask).last_hidden_state
+    import torch
+
+    hidden = model.get_decoder()(input_ids=ids, attention_mask=mask, use_cache=False).last_hidden_state
     rows = [hidden[i, start - 1:end - 1] for i, (start, end) in enumerate(spans)]
     targets = torch.cat([ids[i, start:end] for i, (start, end) in enumerate(spans)])
     temperature = torch.cat([torch.full((end - start,), float(t), device=ids.device)
                              for (start, end), t in zip(spans, temperatures)])
     weight = model.get_output_embeddings().weight
-    flat = TokenLogprobs.apply(torch.cat(rows), weight, targets, temperature, chunk_tokens(weight.shape[0]))
+    flat = token_logprobs_function().apply(torch.cat(rows), weight, targets, temperature, chunk_tokens(weight.shape[0]))
     return list(flat.split([end - start for start, end in spans]))

@@ -228,7 +228,7 @@ class TorchBackend(PolicyBackend):
             spans = [(len(s.handle.prompt_ids), len(seq)) for s, seq in zip(samples, seqs)]
             return self._token_logprobs.response_logprobs(model, ids, mask, spans,
                                                           [s.handle.temperature for s in samples])
-        logits = model(input_ids=ids, attention_mask=mask).logits.float()
+        logits = model(input_ids=ids, attention_mask=mask, use_cache=False).logits.float()
         out = []
         for i, s in enumerate(samples):
             start, end = len(s.handle.prompt_ids), len(seqs[i])
