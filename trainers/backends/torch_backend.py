@@ -15,8 +15,8 @@ per call:
 - ``transformers`` (default): the policy model itself; prompts bucketed by length into
   batches of ``generation_batch`` sequences (0: from the free device memory); ``decode``
   ``eager`` (finished sequences leave the batch; ``auto`` on a CPU) or ``compiled`` (a
-  static KV cache, the decode step compiled with CUDA graphs; ``auto`` on CUDA, measured
-  3x faster there: README, "Training on one GPU"). Each response then gets its per-token
+  static KV cache, the decode step compiled with CUDA graphs; ``auto`` on CUDA, where the
+  eager loop is CPU-bound: README, "Training on one GPU", has the figures). Each response then gets its per-token
   log-probabilities from one forward pass of the policy (logits divided by the sampling
   temperature, the distribution it was drawn from), the response positions only, a chunk
   of tokens at a time (token_logprobs.py: never the full logits).
@@ -51,9 +51,9 @@ clipped term was the one taken (the clip stopped their gradient, verl's pg_clipf
 grad_norm, the mean over optimiser steps; optimizer_steps.
 
 On a GPU: ``dtype = "bfloat16"`` and ``gradient_checkpointing = true``. In bfloat16 or
-float16 the optimiser steps float32 master weights (``master_weights``, default true: 4
-more bytes per parameter, AdamW's state in float32, gradients summed in float32) and the
-model takes them rounded after each step; the checkpoint keeps the masters. Without them an
+float16 the optimiser steps float32 master weights (``master_weights``, default true; a
+float32 copy and AdamW's state in float32: 8 more bytes a parameter, gradients summed in
+float32) and the model takes them rounded after each step; the checkpoint keeps the masters. Without them an
 AdamW step at lr 1e-6 is below half a bfloat16 step of most weights, which then never move.
 Options:
 ``model`` (required), ``device`` (auto|cpu|cuda|cuda:N), ``dtype`` (float32|bfloat16|
