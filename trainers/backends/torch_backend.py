@@ -320,7 +320,7 @@ class TorchBackend(PolicyBackend):
     def supervised(self, prompts: Sequence[list[dict[str, str]]], targets: Sequence[str]) -> dict[str, float]:
         """Cross-entropy of each target (ended by end-of-sequence) given its chat prompt; the
         loss is the mean over all target tokens of the batch."""
-        torch, tok, o = self.torch, self.tokenizer, self.options
+        tok, o = self.tokenizer, self.options
         samples = []
         for messages, target in zip(prompts, targets):
             prompt_ids = tok(chat_prompt(tok, messages), add_special_tokens=False)["input_ids"]

@@ -64,7 +64,7 @@ def test_micro_batches_add_up_to_the_full_batch_even_with_a_partial_last_one(plu
         samples = [s for row in b.generate(PROMPTS, 3, SAMPLING, seed=3) for s in row][:5]
         grads = []  # as the optimiser is about to step (the step frees them)
         b.optimizer.register_step_pre_hook(
-            lambda opt, args, kwargs: grads.append(torch.cat([p.grad.flatten() for p in b.params])))
+            lambda opt, args, kwargs, b=b, grads=grads: grads.append(torch.cat([p.grad.flatten() for p in b.params])))
         stats = b.update(samples, [0.0] * 5, [1.0, -1.0, 0.5, -0.5, 0.25])
         results.append((grads[0], stats))
     assert results[0][0].abs().max() > 0
@@ -224,7 +224,7 @@ def test_chunked_response_logprobs_equal_the_full_logits_values_and_gradients(pl
     for plain in (True, False):
         b.plain_head = plain
         head_calls = []
-        hook = b.model.lm_head.register_forward_hook(lambda module, args, out: head_calls.append(out.shape))
+        hook = b.model.lm_head.register_forward_hook(lambda module, args, out, calls=head_calls: calls.append(out.shape))
         b.model.zero_grad(set_to_none=True)
         logps = b._logprobs(b.model, samples)
         sum((lp * w).sum() for lp, w in zip(logps, weights)).backward()

@@ -41,6 +41,18 @@ def ids(groups):
     return [[s.token_ids for s in samples] for samples in groups]
 
 
+def transformers_greedy(b, prompt_ids: list[int]) -> list[int]:
+    """transformers' own greedy generate for one prompt alone (no padding)."""
+    import transformers
+
+    tok, prompt = b.tokenizer, torch.tensor([prompt_ids])
+    config = transformers.GenerationConfig(do_sample=False, max_new_tokens=GREEDY.max_tokens,
+                                           eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
+    with torch.no_grad():
+        return b.model.generate(input_ids=prompt, attention_mask=torch.ones_like(prompt),
+                                generation_config=config)[0, prompt.shape[1]:].tolist()
+
+
 def test_finished_sequences_stop_costing_and_the_batch_does_not_change_a_response(plugins, tiny_model):
     runs = {}
     for batch in (1, 3, 0):  # one at a time, buckets of 3, the size chosen from free memory
@@ -75,20 +87,11 @@ def test_samples_follow_the_seed_and_the_engine_keeps_prompt_order(plugins, tiny
 
 
 def test_greedy_decoding_equals_transformers_generate(plugins, tiny_model):
-    import transformers
-
     b = backend(plugins, tiny_model, generation_batch=4)
     favour_eos(b, bias=2.0)
     ours = b.generate(PROMPTS, 1, GREEDY, seed=0)
-    tok = b.tokenizer
-    for messages, (sample,) in zip(PROMPTS, ours):
-        prompt = torch.tensor([sample.handle.prompt_ids])
-        config = transformers.GenerationConfig(do_sample=False, max_new_tokens=GREEDY.max_tokens,
-                                               eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
-        with torch.no_grad():
-            theirs = b.model.generate(input_ids=prompt, attention_mask=torch.ones_like(prompt),
-                                      generation_config=config)[0, prompt.shape[1]:].tolist()
-        assert sample.token_ids == theirs
+    for (sample,) in ours:
+        assert sample.token_ids == transformers_greedy(b, sample.handle.prompt_ids)
 
 
 def test_the_batch_chosen_from_free_memory_fits_the_model(plugins, tiny_model):
@@ -148,8 +151,6 @@ def test_a_grouped_query_decode_step_on_the_packed_layout_equals_sdpa(plugins, g
 def test_grouped_query_greedy_decoding_equals_transformers_generate(plugins, gqa_model):
     """Batched, padded and packed, the engine decodes what transformers' generate does for
     each prompt alone (no padding, no packing)."""
-    import transformers
-
     from codea1.trainers.backends.rollouts import transformers_engine
 
     b = backend(plugins, gqa_model, generation_batch=4)
@@ -157,16 +158,9 @@ def test_grouped_query_greedy_decoding_equals_transformers_generate(plugins, gqa
     before = transformers_engine.packed_gqa_sdpa.calls
     ours = b.generate(PROMPTS, 1, GREEDY, seed=0)
     assert transformers_engine.packed_gqa_sdpa.calls > before
-    tok = b.tokenizer
     b.model.set_attn_implementation("sdpa")
     for (sample,) in ours:
-        prompt = torch.tensor([sample.handle.prompt_ids])
-        config = transformers.GenerationConfig(do_sample=False, max_new_tokens=GREEDY.max_tokens,
-                                               eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
-        with torch.no_grad():
-            theirs = b.model.generate(input_ids=prompt, attention_mask=torch.ones_like(prompt),
-                                      generation_config=config)[0, prompt.shape[1]:].tolist()
-        assert sample.token_ids == theirs
+        assert sample.token_ids == transformers_greedy(b, sample.handle.prompt_ids)
 
 
 @pytest.mark.long
