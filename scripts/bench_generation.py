@@ -1,7 +1,7 @@
-"""Rollouts of the torch policy backend alone, timed (CPU by default, --device cuda on a GPU): the transformers generation path
-(`TorchBackend.generate`: chat prompts, batches of `generation_batch` sequences, sampling,
-then the log-prob pass over the responses), measured so that a change to it can be compared
-before and after on the same weights and prompts.
+"""Rollouts of the torch policy backend alone, timed on CPU (or, --device cuda, a GPU): the
+transformers generation path (`TorchBackend.generate`: chat prompts, batches of
+`generation_batch` sequences, sampling, then the log-prob pass over the responses), measured
+so that a change to it can be compared before and after on the same weights and prompts.
 
     python scripts/bench_generation.py [--shape small] [--prompts 16] [-n 4] [--max-tokens 128]
                                        [--max-prompt-tokens 512] [--eos-bias 4.5] [--repeat 2]
@@ -17,8 +17,8 @@ so that the venv's codea1 is the one imported):
 
 The model: a random-init Qwen2 of --shape (bench_gpu_step.py's shapes; default small: 4
 layers x 256, 3.2M parameters) on the local tokenizer (harness.testing.tiny_model,
-vocabulary 1024), --dtype (float32) on --device (cpu), built once under --model-dir (default: a directory in the temp dir
-named by shape and bias) and reused by every later run. A random model almost never samples
+vocabulary 1024), --dtype (float32) on --device (cpu), built once under --model-dir (default:
+a directory in the temp dir named by shape and bias) and reused by every later run. A random model almost never samples
 end-of-sequence, so every response would run to max_tokens; --eos-bias b sets the EOS row of
 lm_head (untied from the embeddings) to b * u / |u|^2, u the mean final hidden state over the
 tokenizer's corpus: at that mean state EOS's logit is b while the other logits stay near 0,
