@@ -76,6 +76,7 @@ from codea1.harness.generation import SamplingParams, load_tokenizer
 from codea1.harness.hookspecs import hookimpl
 from codea1.harness.prompts import chat_prompt
 from codea1.harness.training import BackendUnavailable, PolicyBackend, PolicySample
+from codea1.trainers.backends import token_logprobs
 from codea1.trainers.backends.model_source import local_model, offline_error
 from codea1.trainers.backends.policy_update import PolicyUpdateOptions, Rollout
 from codea1.trainers.backends.rollouts import ENGINES, engine_class
@@ -159,9 +160,6 @@ class TorchBackend(PolicyBackend):
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.model = transformers.AutoModelForCausalLM.from_pretrained(
             source, dtype=dtype, trust_remote_code=o.trust_remote_code).to(self.device)
-        from codea1.trainers.backends import token_logprobs
-
-        self._token_logprobs = token_logprobs
         self.plain_head = token_logprobs.has_plain_head(self.model)
         if o.gradient_checkpointing:
             self.model.gradient_checkpointing_enable()
@@ -226,8 +224,7 @@ class TorchBackend(PolicyBackend):
             mask[i, :len(s)] = 1
         if self.plain_head:  # the response positions only, a chunk of tokens at a time
             spans = [(len(s.handle.prompt_ids), len(seq)) for s, seq in zip(samples, seqs)]
-            return self._token_logprobs.response_logprobs(model, ids, mask, spans,
-                                                          [s.handle.temperature for s in samples])
+            return token_logprobs.response_logprobs(model, ids, mask, spans, [s.handle.temperature for s in samples])
         logits = model(input_ids=ids, attention_mask=mask, use_cache=False).logits.float()
         out = []
         for i, s in enumerate(samples):
