@@ -69,7 +69,9 @@ class OpenRLHFBackendOptions(PolicyUpdateOptions):
     zero_stage: int = 2
     param_dtype: str = "bf16"
     attn_implementation: str = "flash_attention_2"
-    deterministic: bool = False  # OpenRLHF's full determinism (vLLM in one process, deterministic kernels)
+    # OpenRLHF's full determinism (vLLM in one process, deterministic kernels), and one request
+    # at a time per engine (vLLM batches what has arrived: the batch's make-up follows timing)
+    deterministic: bool = False
     extra_args: list = field(default_factory=list)
 
     def __post_init__(self):

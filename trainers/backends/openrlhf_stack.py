@@ -240,13 +240,20 @@ class Stack:
                               f"exceed max_len {self.options.max_len} (vLLM's context): raise [policies] max_len")
         requests = [(p, j) for p in range(len(prompts)) for j in range(n)]
         engines = itertools.cycle(self.engines)
-        futures = []
+        calls = []
         for index, (p, _) in enumerate(requests):
             params = VllmSampling(n=1, temperature=sampling.temperature, top_p=sampling.top_p,
                                   max_tokens=sampling.max_tokens, seed=request_seed(seed, index), logprobs=0)
-            futures.append(next(engines).generate.remote(prompt_ids[p], params))
+            calls.append((next(engines), prompt_ids[p], params))
+        # An engine batches the requests it holds as they arrive, so a batch's make-up, and with
+        # it the rounding of a logit (now and then a sampled token), depends on timing. With
+        # ``deterministic`` each engine holds one request at a time (a wave: one per engine).
+        wave = len(self.engines) if self.options.deterministic else len(calls)
+        results = []
+        for start in range(0, len(calls), max(1, wave)):
+            results += ray.get([engine.generate.remote(ids, params) for engine, ids, params in calls[start:start + wave]])
         out: list[list[PolicySample]] = [[] for _ in prompts]
-        for (p, _), result in zip(requests, ray.get(futures)):  # each response with its own request's ids
+        for (p, _), result in zip(requests, results):  # each response with its own request's ids
             response = result.outputs[0]
             ids = list(response.token_ids)
             logprobs = [step[token].logprob for step, token in zip(response.logprobs, ids)]

@@ -107,3 +107,57 @@ def response_logprobs(model, ids, mask, spans: list[tuple[int, int]], temperatur
     weight = model.get_output_embeddings().weight
     flat = token_logprobs_function().apply(torch.cat(rows), weight, targets, temperature, chunk_tokens(weight.shape[0]))
     return list(flat.split([end - start for start, end in spans]))
+
+
+def prompt_shared_logprobs(model, prompts: list[list[int]], responses: list[list[int]], temperatures: list[float],
+                           pad_id: int) -> list:
+    """Each response's log-probabilities given its prompt (float32, no gradient), each distinct
+    prompt read once: the distinct prompts, left-padded, go through the decoder into a KV
+    cache, which is copied to every response of the prompt; then the responses, right-padded,
+    are read on that cache. A rollout samples each prompt n times, and a prompt is usually
+    longer than its response: scored whole, the prompt would be read n times (Code-A1's tests
+    prompt, question and code, 8 times). The same positions and mask as a whole sequence's
+    forward, so the same values up to float rounding."""
+    import inspect
+
+    import torch
+
+    from codea1.trainers.backends.rollouts import distinct_prompts
+
+    decoder = model.get_decoder()
+    device = model.get_output_embeddings().weight.device
+    distinct, owner = distinct_prompts(prompts)
+    width = max(len(p) for p in distinct)
+    ids = torch.full((len(distinct), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(distinct), width), dtype=torch.long)
+    for row, prompt in enumerate(distinct):
+        ids[row, width - len(prompt):] = torch.tensor(prompt, dtype=torch.long)
+        mask[row, width - len(prompt):] = 1
+    ids, mask = ids.to(device), mask.to(device)
+    positions = (mask.cumsum(-1) - 1).clamp(min=0)
+    # transformers 5.2x names the cache argument ``cache`` (``past_key_values`` before)
+    cache_arg = "cache" if "cache" in inspect.signature(decoder.forward).parameters else "past_key_values"
+    with torch.no_grad():
+        out = decoder(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True)
+        cache = getattr(out, "cache", None) or out.past_key_values
+        index = torch.tensor(owner, device=device)
+        cache.batch_select_indices(index)
+        prompt_last = out.last_hidden_state[:, -1]  # predicts each response's first token
+        longest = max(1, max(len(r) for r in responses))
+        tokens = torch.full((len(responses), longest), pad_id, dtype=torch.long)
+        for row, response in enumerate(responses):
+            tokens[row, :len(response)] = torch.tensor(response, dtype=torch.long)
+        tokens = tokens.to(device)
+        answer_mask = (torch.arange(longest, device=device)[None] < torch.tensor(
+            [len(r) for r in responses], device=device)[:, None]).long()
+        hidden = decoder(input_ids=tokens, attention_mask=torch.cat([mask[index], answer_mask], dim=1),
+                         position_ids=positions[index, -1:] + 1 + torch.arange(longest, device=device)[None],
+                         use_cache=True, **{cache_arg: cache}).last_hidden_state
+        rows = [torch.cat([prompt_last[owner[i], None], hidden[i, :len(r) - 1]]) if r else hidden[i, :0]
+                for i, r in enumerate(responses)]
+        targets = torch.cat([tokens[i, :len(r)] for i, r in enumerate(responses)])
+        temperature = torch.cat([torch.full((len(r),), float(t), device=device) for r, t in zip(responses, temperatures)])
+        weight = model.get_output_embeddings().weight
+        flat = token_logprobs_function().apply(torch.cat(rows), weight, targets, temperature,
+                                               chunk_tokens(weight.shape[0]))
+    return list(flat.split([len(r) for r in responses]))

@@ -16,10 +16,13 @@ per call:
   batches of ``generation_batch`` sequences (0: from the free device memory); ``decode``
   ``eager`` (finished sequences leave the batch; ``auto`` on a CPU) or ``compiled`` (a
   static KV cache, the decode step compiled with CUDA graphs; ``auto`` on CUDA, where the
-  eager loop is CPU-bound: README, "Training on one GPU", has the figures). Each response then gets its per-token
-  log-probabilities from one forward pass of the policy (logits divided by the sampling
-  temperature, the distribution it was drawn from), the response positions only, a chunk
-  of tokens at a time (token_logprobs.py: never the full logits).
+  eager loop is CPU-bound: README, "Training on one GPU", has the figures); either way each
+  distinct prompt of a batch is read into the KV cache once for all its samples. Each
+  response then gets its per-token log-probabilities from a forward pass of the policy
+  (logits divided by the sampling temperature, the distribution it was drawn from): each
+  distinct prompt of a micro-batch read once, its cache copied to its responses, the
+  response positions scored a chunk of tokens at a time (token_logprobs.py: never the full
+  logits).
 - ``vllm``: one vLLM engine in this process on the policy's device, given the policy's
   weights after every update and load; the samples carry the engine's log-probabilities.
   ``vllm_gpu_memory_utilization`` (0.3: the device share it takes, after the policy),
@@ -193,20 +196,30 @@ class TorchBackend(PolicyBackend):
         samples = [PolicySample(tok.decode(r.token_ids, skip_special_tokens=True), r.token_ids, r.logprobs or [],
                                 r.finish, Rollout(prompt_ids[p], sampling.temperature or 1.0))
                    for p, r in zip(rows, responses)]
-        # by length: a micro-batch of the log-prob pass pads little
-        unscored = sorted((s for s, r in zip(samples, responses) if r.logprobs is None),
-                          key=lambda s: len(s.handle.prompt_ids) + len(s.token_ids))
+        # a prompt's samples side by side (its KV cache is read once for them), prompts by
+        # length: a micro-batch of the log-prob pass pads little
+        unscored = [samples[i] for i in sorted(range(len(samples)), key=lambda i: (
+            len(samples[i].handle.prompt_ids), rows[i], len(samples[i].token_ids))) if responses[i].logprobs is None]
         self.model.eval()
         for start in range(0, len(unscored), self.options.micro_batch_size):
             chunk = unscored[start:start + self.options.micro_batch_size]
             with self.torch.no_grad():
-                logps = self._logprobs(self.model, chunk)
+                logps = self._rollout_logprobs(chunk)
             for sample, lp in zip(chunk, logps):
                 sample.logprobs = lp.tolist()
         out: list[list[PolicySample]] = [[] for _ in prompts]
         for p, sample in zip(rows, samples):
             out[p].append(sample)
         return out
+
+    def _rollout_logprobs(self, samples: Sequence[PolicySample]) -> list[Any]:
+        """The policy's log-probs of fresh samples (no gradient): each distinct prompt of the
+        chunk read once where the model allows it (token_logprobs.prompt_shared_logprobs)."""
+        if not self.plain_head:
+            return self._logprobs(self.model, samples)
+        return token_logprobs.prompt_shared_logprobs(
+            self.model, [s.handle.prompt_ids for s in samples], [s.token_ids for s in samples],
+            [s.handle.temperature for s in samples], self.tokenizer.pad_token_id)
 
     def _logprobs(self, model, samples: Sequence[PolicySample]) -> list[Any]:
         """Per response token, log p(token | prefix) under ``model`` at each sample's

@@ -4,8 +4,9 @@ batch exactly, PPO mini-batches and epochs (the ratio leaves 1 after the first o
 step, the clip acts, one mini-batch is the plain single step, the shuffle is seeded), state
 that survives save/load, an export the hf generator loads, a learning check on a
 scripted reward, bfloat16 weights that move at lr 1e-6 (float32 masters) and resume
-exactly, and log-probabilities scored a chunk of response tokens at a time that equal the
-full logits' (values and gradients)."""
+exactly, log-probabilities scored a chunk of response tokens at a time that equal the
+full logits' (values and gradients), and a log-prob pass over fresh samples that reads each
+prompt once and scores what the whole sequences' forward does."""
 
 from __future__ import annotations
 
@@ -234,6 +235,39 @@ def test_chunked_response_logprobs_equal_the_full_logits_values_and_gradients(pl
     (chunked, chunked_grad), (full, full_grad) = results[True], results[False]
     assert torch.allclose(chunked, full, rtol=tolerance, atol=tolerance)
     assert torch.allclose(chunked_grad, full_grad, rtol=tolerance, atol=tolerance * full_grad.abs().max().item())
+
+
+@pytest.mark.parametrize("dtype, tolerance", [("float32", 1e-5), ("bfloat16", 2e-2)])
+def test_the_rollout_logprob_pass_reads_each_prompt_once_and_scores_as_the_whole_sequence(plugins, tiny_model,
+                                                                                       dtype, tolerance):
+    """Three prompts (of two lengths) sampled three times each, the samples shuffled, two
+    temperatures: scored with each distinct prompt read once (its cache copied to its
+    responses), the log-probs equal those of the whole sequences' forward with the full logits;
+    the embedding sees the three prompts once, then the nine responses."""
+    from codea1.trainers.backends import token_logprobs
+
+    b = backend(plugins, tiny_model, dtype=dtype)
+    prompts = PROMPTS + [[{"role": "user", "content": "Add " * 30}]]
+    samples = [s for row in b.generate(prompts, 3, SamplingParams(temperature=1.0, top_p=1.0, max_tokens=12), seed=2)
+               for s in row]
+    samples = [samples[i] for i in (4, 0, 8, 1, 7, 2, 5, 3, 6)]
+    for i, sample in enumerate(samples):
+        sample.handle.temperature = 0.7 if i % 2 else 1.0
+    reads = []
+    hook = b.model.get_input_embeddings().register_forward_hook(
+        lambda module, args, out, reads=reads: reads.append(tuple(args[0].shape)))
+    with torch.no_grad():
+        shared = token_logprobs.prompt_shared_logprobs(
+            b.model, [s.handle.prompt_ids for s in samples], [s.token_ids for s in samples],
+            [s.handle.temperature for s in samples], b.tokenizer.pad_token_id)
+        hook.remove()
+        b.plain_head = False
+        whole = b._logprobs(b.model, samples)
+    assert len({tuple(s.handle.prompt_ids) for s in samples}) == 3
+    widest, longest = max(len(s.handle.prompt_ids) for s in samples), max(len(s.token_ids) for s in samples)
+    assert reads == [(3, widest), (9, longest)]
+    assert [len(lp) for lp in shared] == [len(s.token_ids) for s in samples]
+    assert torch.allclose(torch.cat(shared), torch.cat(whole).float(), rtol=tolerance, atol=tolerance)
 
 
 def test_export_is_a_checkpoint_the_hf_generator_loads(plugins, tiny_model, tmp_path):

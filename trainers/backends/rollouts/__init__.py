@@ -64,6 +64,14 @@ def request_seed(seed: int, index: int, bits: int = 31) -> int:
     return int.from_bytes(digest[:8], "little") & (2**bits - 1)
 
 
+def distinct_prompts(batch: list[list[int]]) -> tuple[list[list[int]], list[int]]:
+    """The batch's distinct prompts in first-seen order, and each row's index among them (a
+    prompt sampled n times is listed n times)."""
+    index: dict[tuple[int, ...], int] = {}
+    owner = [index.setdefault(tuple(prompt), len(index)) for prompt in batch]
+    return [list(prompt) for prompt in index], owner
+
+
 def engine_class(name: str) -> type[RolloutEngine]:
     """The engine named ``name``; a wrong name is one line that lists the engines."""
     if name not in ENGINES:

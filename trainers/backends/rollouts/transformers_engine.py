@@ -1,15 +1,22 @@
 """Rollout engine ``transformers``: the policy model samples its own responses.
 
 Prompts are sorted by length and cut into batches of ``generation_batch`` (0: as many as
-half the free device memory holds for the batch's KV cache), so a batch pads little. Two
-decode paths, chosen by the backend's ``decode`` option:
+half the free device memory holds for the batch's KV cache), so a batch pads little. A
+prompt sampled n times (the rollout's n samples, listed side by side) is read into the KV
+cache once and its cache rows copied to its n samples: Code-A1 samples 8 test suites per
+(question, code) prompt, and prompts are longer than responses, so reading each copy would
+be most of a prefill's work for nothing. Two decode paths, chosen by the backend's
+``decode`` option:
 
 - ``eager`` (``auto`` on a CPU): an own loop over a dynamic KV cache. A sequence that
   emits end-of-sequence leaves the batch at once (its rows of the cache are dropped), so the
   batch shrinks as responses end: a model is fed exactly one row per generated token, and a
   random or a trained model ends its responses at very different lengths.
 - ``compiled`` (``auto`` on CUDA): transformers' ``generate`` with a static KV cache, whose
-  decode step transformers compiles (torch.compile; CUDA graphs on CUDA). Prompt widths are
+  decode step transformers compiles (torch.compile; CUDA graphs on CUDA). The engine fills
+  the cache with every prompt column but the last (each distinct prompt once) and hands it
+  to ``generate``, which reads the last column and decodes; the cache object is kept per
+  batch size and cache length, so the compiled step sees the same tensors each call. Prompt widths are
   rounded up to a multiple of 128, the cache length is a ceiling that only grows (rounded up
   to 1024, plus max_tokens) and a batch has a power-of-two size (the last one filled with
   copies, dropped; the size chosen from free memory only ever shrinks), so the step compiles
@@ -44,7 +51,7 @@ from __future__ import annotations
 import inspect
 import os
 
-from codea1.trainers.backends.rollouts import Response, RolloutEngine, request_seed
+from codea1.trainers.backends.rollouts import Response, RolloutEngine, distinct_prompts, request_seed
 
 WIDTH_STEP = 128  # the compiled path's prompt widths: multiples of this
 CACHE_STEP = 1024  # its static cache length: the longest prompt rounded up to this, plus max_tokens
@@ -129,7 +136,9 @@ class Engine(RolloutEngine):
         self.compiled = decode == "compiled" or (decode == "auto" and self.device_type == "cuda")
         self.cache_len = 0  # the compiled path's static cache length: a ceiling that only grows
         self.forward_rows = 0  # rows fed through the model while decoding, for tests and benchmarks
+        self.prefilled_prompts = 0  # prompts read into the KV cache (each distinct prompt of a batch once)
         self.compiled_batch = 0  # the compiled path's batch size once chosen from free memory
+        self._static_cache = None  # the compiled path's ((batch size, cache length), StaticCache)
         # transformers 5.2x names the cache argument ``cache`` (``past_key_values`` before)
         forward = inspect.signature(backend.model.forward).parameters
         self.cache_arg = "cache" if "cache" in forward else "past_key_values"
@@ -203,18 +212,24 @@ class Engine(RolloutEngine):
     def _generate_eager(self, batch: list[list[int]], sampling, seeds: list[int]) -> list[Response]:
         torch, model = self.torch, self.backend.model
         eos = self.backend.tokenizer.eos_token_id
-        ids, mask = self._left_padded(batch, max(len(p) for p in batch))
+        distinct, owner = distinct_prompts(batch)
+        ids, mask = self._left_padded(distinct, max(len(p) for p in distinct))
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
         generators = [torch.Generator(device=self.backend.device).manual_seed(s) for s in seeds]
         tokens: list[list[int]] = [[] for _ in batch]
         finish = ["length"] * len(batch)
         alive = list(range(len(batch)))  # batch row of each cache row
         with torch.no_grad():
+            # each distinct prompt is read once; its cache and last logits serve all its samples
             out = model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1)
+            self.prefilled_prompts += len(distinct)
             self.forward_rows += len(batch)
-            cache, last = getattr(out, "cache", None) or out.past_key_values, positions[:, -1]
+            cache = getattr(out, "cache", None) or out.past_key_values
+            index = torch.tensor(owner, device=ids.device)
+            cache.batch_select_indices(index)
+            logits, mask, last = out.logits[index, -1], mask[index], positions[index, -1]
             for step in range(sampling.max_tokens):
-                chosen = next_tokens(torch, out.logits[:, -1], sampling.temperature, sampling.top_p,
+                chosen = next_tokens(torch, logits, sampling.temperature, sampling.top_p,
                                      [generators[row] for row in alive])
                 ended = []
                 for cache_row, token in enumerate(chosen.tolist()):
@@ -233,8 +248,8 @@ class Engine(RolloutEngine):
                     alive = [alive[r] for r in keep]
                 mask = torch.cat([mask, mask.new_ones((len(alive), 1))], dim=1)
                 last = last + 1
-                out = model(input_ids=chosen[:, None], attention_mask=mask, position_ids=last[:, None],
-                            use_cache=True, **{self.cache_arg: cache})
+                logits = model(input_ids=chosen[:, None], attention_mask=mask, position_ids=last[:, None],
+                               use_cache=True, **{self.cache_arg: cache}).logits[:, -1]
                 self.forward_rows += len(alive)
         return [Response(t, None, f) for t, f in zip(tokens, finish)]
 
@@ -246,12 +261,40 @@ class Engine(RolloutEngine):
         longest = max(len(p) for p in batch)
         ids, mask = self._left_padded(batch, -(-longest // WIDTH_STEP) * WIDTH_STEP)
         self.cache_len = max(self.cache_len, -(-longest // CACHE_STEP) * CACHE_STEP + sampling.max_tokens)
+        cache = self._prefilled_cache(batch, ids.shape[1])
         torch.manual_seed(seed)
-        with torch.no_grad():
-            generated = model.generate(input_ids=ids, attention_mask=mask,
+        with torch.no_grad():  # generate reads the prompts' last column, then decodes
+            generated = model.generate(input_ids=ids, attention_mask=mask, **{self.cache_arg: cache},
                                        generation_config=self._generation_config(sampling))
         self.forward_rows += len(batch) * (generated.shape[1] - ids.shape[1])
         return [self._response(row[ids.shape[1]:].tolist()) for row in generated[:real]]
+
+    def _prefilled_cache(self, batch: list[list[int]], width: int):
+        """The static cache of the batch, holding every column of its left-padded prompts but
+        the last: each distinct prompt read once, its keys and values copied to the rows of its
+        samples. One cache object per batch size and cache length, reset and refilled on each
+        call, so the compiled step sees the same tensors every time (new ones would make it
+        compile or record its CUDA graph again)."""
+        import transformers
+
+        torch, model = self.torch, self.backend.model
+        key = (len(batch), self.cache_len)
+        if self._static_cache is None or self._static_cache[0] != key:
+            self._static_cache = (key, transformers.StaticCache(config=model.config, max_cache_len=self.cache_len))
+        cache = self._static_cache[1]
+        cache.reset()
+        distinct, owner = distinct_prompts(batch)
+        ids, mask = self._left_padded(distinct, width)
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        with torch.no_grad():
+            out = model.get_decoder()(input_ids=ids[:, :-1], attention_mask=mask[:, :-1],
+                                      position_ids=positions[:, :-1], use_cache=True)
+            read = getattr(out, "cache", None) or out.past_key_values
+            index = torch.tensor(owner, device=ids.device)
+            for layer, held in enumerate(read.layers):
+                cache.update(held.keys[index], held.values[index], layer)
+        self.prefilled_prompts += len(distinct)
+        return cache
 
     def _generation_config(self, sampling):
         """Exactly the sampling the log-probs describe: softmax(logits / temperature), top-p
@@ -264,7 +307,7 @@ class Engine(RolloutEngine):
         compile_config._compile_all_devices = True  # "compiled" asked on a CPU too (tests)
         common = {"max_new_tokens": sampling.max_tokens, "pad_token_id": tok.pad_token_id,
                   "eos_token_id": tok.eos_token_id, "top_k": 0, "repetition_penalty": 1.0,
-                  "cache_implementation": "static", "max_cache_len": self.cache_len, "compile_config": compile_config}
+                  "compile_config": compile_config}
         if sampling.temperature > 0:
             return transformers.GenerationConfig(do_sample=True, temperature=sampling.temperature,
                                                  top_p=sampling.top_p, **common)

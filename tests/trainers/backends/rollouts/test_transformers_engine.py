@@ -1,5 +1,5 @@
 """The torch backend's ``transformers`` rollout engine on the tiny model: prompts bucketed by
-length, finished sequences leave the batch (the model is fed exactly one row per generated
+length, a prompt's KV cache read once for all its samples, finished sequences leave the batch (the model is fed exactly one row per generated
 token), a response does not depend on the batch it shares (so the batch size chosen from
 free memory cannot change a run), greedy decoding equals transformers' own ``generate``,
 grouped-query attention decodes on the packed layout with SDPA's results, and the compiled path (static cache, compiled step) decodes the same tokens."""
@@ -63,6 +63,8 @@ def test_finished_sequences_stop_costing_and_the_batch_does_not_change_a_respons
         samples = [s for row in groups for s in row]
         # every row fed to the model produced one token: a finished response costs nothing more
         assert b.engine.forward_rows == sum(len(s.token_ids) for s in samples)
+        # a prompt sampled 3 times is read once per batch it is in (one prompt a batch at size 1)
+        assert b.engine.prefilled_prompts == (len(samples) if batch == 1 else len(PROMPTS))
     assert runs[1] == runs[3] == runs[0]
     finishes = [s.finish_reason for row in groups for s in row]
     assert "stop" in finishes and "length" in finishes  # rows ended at different steps
@@ -166,13 +168,20 @@ def test_grouped_query_greedy_decoding_equals_transformers_generate(plugins, gqa
 @pytest.mark.long
 def test_the_compiled_path_decodes_what_the_eager_path_does(plugins, tiny_model):
     """A static KV cache and a compiled step (what CUDA gets by default), here on the CPU:
-    greedy tokens equal the eager path's; a second call reuses the compiled step."""
+    greedy tokens equal the eager path's; each distinct prompt of a batch is read once; later
+    calls reuse the compiled step (torch compiles no frame again)."""
+    from torch._dynamo.utils import counters
+
     eager = backend(plugins, tiny_model, generation_batch=4, decode="eager")
     compiled = backend(plugins, tiny_model, generation_batch=4, decode="compiled")
     assert compiled.info()["decode"] == "compiled"
     assert ids(compiled.generate(PROMPTS, 1, GREEDY, seed=0)) == ids(eager.generate(PROMPTS, 1, GREEDY, seed=0))
+    assert compiled.engine.prefilled_prompts == 4
+    frames = counters["frames"]["total"]
     sampled = compiled.generate(PROMPTS, 2, SAMPLED, seed=3)
+    assert compiled.engine.prefilled_prompts == 4 + 4  # two batches of 4 rows, each 2 prompts x 2 samples
     assert ids(sampled) == ids(compiled.generate(PROMPTS, 2, SAMPLED, seed=3))
+    assert counters["frames"]["total"] == frames
 
 
 @pytest.mark.long
