@@ -122,18 +122,12 @@ def prompt_shared_logprobs(model, prompts: list[list[int]], responses: list[list
 
     import torch
 
-    from codea1.trainers.backends.rollouts import distinct_prompts
+    from codea1.trainers.backends.rollouts import distinct_prompts, left_padded
 
     decoder = model.get_decoder()
     device = model.get_output_embeddings().weight.device
     distinct, owner = distinct_prompts(prompts)
-    width = max(len(p) for p in distinct)
-    ids = torch.full((len(distinct), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(distinct), width), dtype=torch.long)
-    for row, prompt in enumerate(distinct):
-        ids[row, width - len(prompt):] = torch.tensor(prompt, dtype=torch.long)
-        mask[row, width - len(prompt):] = 1
-    ids, mask = ids.to(device), mask.to(device)
+    ids, mask = left_padded(torch, distinct, max(len(p) for p in distinct), pad_id, device)
     positions = (mask.cumsum(-1) - 1).clamp(min=0)
     # transformers 5.2x names the cache argument ``cache`` (``past_key_values`` before)
     cache_arg = "cache" if "cache" in inspect.signature(decoder.forward).parameters else "past_key_values"

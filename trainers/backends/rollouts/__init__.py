@@ -72,6 +72,17 @@ def distinct_prompts(batch: list[list[int]]) -> tuple[list[list[int]], list[int]
     return [list(prompt) for prompt in index], owner
 
 
+def left_padded(torch, prompts: list[list[int]], width: int, pad_id: int, device):
+    """``prompts`` as one batch of ``width`` columns, padded on the left (a prompt's last token
+    in the last column), and its attention mask, on ``device``."""
+    ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(prompts), width), dtype=torch.long)
+    for row, prompt in enumerate(prompts):
+        ids[row, width - len(prompt):] = torch.tensor(prompt, dtype=torch.long)
+        mask[row, width - len(prompt):] = 1
+    return ids.to(device), mask.to(device)
+
+
 def engine_class(name: str) -> type[RolloutEngine]:
     """The engine named ``name``; a wrong name is one line that lists the engines."""
     if name not in ENGINES:

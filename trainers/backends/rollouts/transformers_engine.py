@@ -51,7 +51,7 @@ from __future__ import annotations
 import inspect
 import os
 
-from codea1.trainers.backends.rollouts import Response, RolloutEngine, distinct_prompts, request_seed
+from codea1.trainers.backends.rollouts import Response, RolloutEngine, distinct_prompts, left_padded, request_seed
 
 WIDTH_STEP = 128  # the compiled path's prompt widths: multiples of this
 CACHE_STEP = 1024  # its static cache length: the longest prompt rounded up to this, plus max_tokens
@@ -199,14 +199,7 @@ class Engine(RolloutEngine):
         return batch
 
     def _left_padded(self, batch: list[list[int]], width: int):
-        torch, pad = self.torch, self.backend.tokenizer.pad_token_id
-        ids = torch.full((len(batch), width), pad, dtype=torch.long)
-        mask = torch.zeros((len(batch), width), dtype=torch.long)
-        for row, prompt in enumerate(batch):
-            ids[row, width - len(prompt):] = torch.tensor(prompt, dtype=torch.long)
-            mask[row, width - len(prompt):] = 1
-        device = self.backend.device
-        return ids.to(device), mask.to(device)
+        return left_padded(self.torch, batch, width, self.backend.tokenizer.pad_token_id, self.backend.device)
 
     # -- eager: a dynamic cache, finished sequences dropped --------------------------------------
     def _generate_eager(self, batch: list[list[int]], sampling, seeds: list[int]) -> list[Response]:
