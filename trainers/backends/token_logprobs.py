@@ -118,25 +118,15 @@ def prompt_shared_logprobs(model, prompts: list[list[int]], responses: list[list
     longer than its response: scored whole, the prompt would be read n times (Code-A1's tests
     prompt, question and code, 8 times). The same positions and mask as a whole sequence's
     forward, so the same values up to float rounding."""
-    import inspect
-
     import torch
 
-    from codea1.trainers.backends.rollouts import distinct_prompts, left_padded
+    from codea1.trainers.backends.rollouts import cache_argument, read_prompts
 
     decoder = model.get_decoder()
     device = model.get_output_embeddings().weight.device
-    distinct, owner = distinct_prompts(prompts)
-    ids, mask = left_padded(torch, distinct, max(len(p) for p in distinct), pad_id, device)
-    positions = (mask.cumsum(-1) - 1).clamp(min=0)
-    # transformers 5.2x names the cache argument ``cache`` (``past_key_values`` before)
-    cache_arg = "cache" if "cache" in inspect.signature(decoder.forward).parameters else "past_key_values"
     with torch.no_grad():
-        out = decoder(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True)
-        cache = getattr(out, "cache", None) or out.past_key_values
-        index = torch.tensor(owner, device=device)
-        cache.batch_select_indices(index)
-        prompt_last = out.last_hidden_state[:, -1]  # predicts each response's first token
+        read = read_prompts(torch, decoder, prompts, max(len(p) for p in prompts), pad_id, device)
+        prompt_last = read.output.last_hidden_state[read.index, -1]  # predicts each response's first token
         longest = max(1, max(len(r) for r in responses))
         tokens = torch.full((len(responses), longest), pad_id, dtype=torch.long)
         for row, response in enumerate(responses):
@@ -144,10 +134,10 @@ def prompt_shared_logprobs(model, prompts: list[list[int]], responses: list[list
         tokens = tokens.to(device)
         answer_mask = (torch.arange(longest, device=device)[None] < torch.tensor(
             [len(r) for r in responses], device=device)[:, None]).long()
-        hidden = decoder(input_ids=tokens, attention_mask=torch.cat([mask[index], answer_mask], dim=1),
-                         position_ids=positions[index, -1:] + 1 + torch.arange(longest, device=device)[None],
-                         use_cache=True, **{cache_arg: cache}).last_hidden_state
-        rows = [torch.cat([prompt_last[owner[i], None], hidden[i, :len(r) - 1]]) if r else hidden[i, :0]
+        hidden = decoder(input_ids=tokens, attention_mask=torch.cat([read.mask, answer_mask], dim=1),
+                         position_ids=read.positions[:, -1:] + 1 + torch.arange(longest, device=device)[None],
+                         use_cache=True, **{cache_argument(decoder): read.cache}).last_hidden_state
+        rows = [torch.cat([prompt_last[i, None], hidden[i, :len(r) - 1]]) if r else hidden[i, :0]
                 for i, r in enumerate(responses)]
         targets = torch.cat([tokens[i, :len(r)] for i, r in enumerate(responses)])
         temperature = torch.cat([torch.full((len(r),), float(t), device=device) for r, t in zip(responses, temperatures)])

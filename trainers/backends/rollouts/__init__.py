@@ -18,7 +18,9 @@ from __future__ import annotations
 import difflib
 import hashlib
 import importlib
+import inspect
 from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 ENGINES = {"transformers": "transformers_engine", "vllm": "vllm_engine"}
 
@@ -81,6 +83,38 @@ def left_padded(torch, prompts: list[list[int]], width: int, pad_id: int, device
         ids[row, width - len(prompt):] = torch.tensor(prompt, dtype=torch.long)
         mask[row, width - len(prompt):] = 1
     return ids.to(device), mask.to(device)
+
+
+def cache_argument(module) -> str:
+    """The name of ``module``'s KV cache argument: transformers 5.2x says ``cache``, earlier
+    versions ``past_key_values``."""
+    return "cache" if "cache" in inspect.signature(module.forward).parameters else "past_key_values"
+
+
+class PromptCache(NamedTuple):
+    """A batch of prompts read into a KV cache, each distinct prompt once (``read_prompts``)."""
+
+    output: Any  # the module's output; its rows are the distinct prompts
+    cache: Any  # the KV cache; its rows are the batch's prompts
+    index: Any  # prompt i's row in ``output`` (a tensor)
+    mask: Any  # the batch's attention mask and position ids (left-padded)
+    positions: Any
+    distinct: int  # how many prompts were read
+
+
+def read_prompts(torch, module, prompts: list[list[int]], width: int, pad_id: int, device, **kwargs) -> PromptCache:
+    """Each distinct prompt of ``prompts`` once through ``module`` (a causal LM or its
+    decoder; ``kwargs`` go to it), left-padded to ``width`` columns, into a KV cache whose rows
+    are then copied so that row i holds prompt i: a prompt sampled n times is read once, not n
+    times."""
+    distinct, owner = distinct_prompts(prompts)
+    ids, mask = left_padded(torch, distinct, width, pad_id, device)
+    positions = (mask.cumsum(-1) - 1).clamp(min=0)
+    out = module(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, **kwargs)
+    cache = getattr(out, "cache", None) or out.past_key_values
+    index = torch.tensor(owner, device=ids.device)
+    cache.batch_select_indices(index)
+    return PromptCache(out, cache, index, mask[index], positions[index], len(distinct))
 
 
 def engine_class(name: str) -> type[RolloutEngine]:

@@ -48,10 +48,16 @@ computed by the backend with the policy afterwards (``Response.logprobs`` is Non
 
 from __future__ import annotations
 
-import inspect
 import os
 
-from codea1.trainers.backends.rollouts import Response, RolloutEngine, distinct_prompts, left_padded, request_seed
+from codea1.trainers.backends.rollouts import (
+    Response,
+    RolloutEngine,
+    cache_argument,
+    left_padded,
+    read_prompts,
+    request_seed,
+)
 
 WIDTH_STEP = 128  # the compiled path's prompt widths: multiples of this
 CACHE_STEP = 1024  # its static cache length: the longest prompt rounded up to this, plus max_tokens
@@ -139,9 +145,7 @@ class Engine(RolloutEngine):
         self.prefilled_prompts = 0  # prompts read into the KV cache (each distinct prompt of a batch once)
         self.compiled_batch = 0  # the compiled path's batch size once chosen from free memory
         self._static_cache = None  # the compiled path's ((batch size, cache length), StaticCache)
-        # transformers 5.2x names the cache argument ``cache`` (``past_key_values`` before)
-        forward = inspect.signature(backend.model.forward).parameters
-        self.cache_arg = "cache" if "cache" in forward else "past_key_values"
+        self.cache_arg = cache_argument(backend.model)
         self.packed_gqa = use_packed_gqa(backend.model)
 
     @property
@@ -205,22 +209,18 @@ class Engine(RolloutEngine):
     def _generate_eager(self, batch: list[list[int]], sampling, seeds: list[int]) -> list[Response]:
         torch, model = self.torch, self.backend.model
         eos = self.backend.tokenizer.eos_token_id
-        distinct, owner = distinct_prompts(batch)
-        ids, mask = self._left_padded(distinct, max(len(p) for p in distinct))
-        positions = (mask.cumsum(-1) - 1).clamp(min=0)
         generators = [torch.Generator(device=self.backend.device).manual_seed(s) for s in seeds]
         tokens: list[list[int]] = [[] for _ in batch]
         finish = ["length"] * len(batch)
         alive = list(range(len(batch)))  # batch row of each cache row
         with torch.no_grad():
             # each distinct prompt is read once; its cache and last logits serve all its samples
-            out = model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1)
-            self.prefilled_prompts += len(distinct)
+            read = read_prompts(torch, model, batch, max(len(p) for p in batch), self.backend.tokenizer.pad_token_id,
+                                self.backend.device, logits_to_keep=1)
+            self.prefilled_prompts += read.distinct
             self.forward_rows += len(batch)
-            cache = getattr(out, "cache", None) or out.past_key_values
-            index = torch.tensor(owner, device=ids.device)
-            cache.batch_select_indices(index)
-            logits, mask, last = out.logits[index, -1], mask[index], positions[index, -1]
+            cache, mask, last = read.cache, read.mask, read.positions[:, -1]
+            logits = read.output.logits[read.index, -1]
             for step in range(sampling.max_tokens):
                 chosen = next_tokens(torch, logits, sampling.temperature, sampling.top_p,
                                      [generators[row] for row in alive])
@@ -276,17 +276,12 @@ class Engine(RolloutEngine):
             self._static_cache = (key, transformers.StaticCache(config=model.config, max_cache_len=self.cache_len))
         cache = self._static_cache[1]
         cache.reset()
-        distinct, owner = distinct_prompts(batch)
-        ids, mask = self._left_padded(distinct, width)
-        positions = (mask.cumsum(-1) - 1).clamp(min=0)
-        with torch.no_grad():
-            out = model.get_decoder()(input_ids=ids[:, :-1], attention_mask=mask[:, :-1],
-                                      position_ids=positions[:, :-1], use_cache=True)
-            read = getattr(out, "cache", None) or out.past_key_values
-            index = torch.tensor(owner, device=ids.device)
-            for layer, held in enumerate(read.layers):
-                cache.update(held.keys[index], held.values[index], layer)
-        self.prefilled_prompts += len(distinct)
+        with torch.no_grad():  # left-padded, the columns but the last are the prompts but their last token
+            read = read_prompts(torch, model.get_decoder(), [p[:-1] for p in batch], width - 1,
+                                self.backend.tokenizer.pad_token_id, self.backend.device)
+            for layer, held in enumerate(read.cache.layers):
+                cache.update(held.keys, held.values, layer)
+        self.prefilled_prompts += read.distinct
         return cache
 
     def _generation_config(self, sampling):
