@@ -6,7 +6,7 @@ that survives save/load, an export the hf generator loads, a learning check on a
 scripted reward, bfloat16 weights that move at lr 1e-6 (float32 masters) and resume
 exactly, log-probabilities scored a chunk of response tokens at a time that equal the
 full logits' (values and gradients), and a log-prob pass over fresh samples that reads each
-prompt once and scores what the whole sequences' forward does."""
+prompt once, scores what the whole sequences' forward does and goes in generation batches."""
 
 from __future__ import annotations
 
@@ -268,6 +268,34 @@ def test_the_rollout_logprob_pass_reads_each_prompt_once_and_scores_as_the_whole
     assert reads == [(3, widest), (9, longest)]
     assert [len(lp) for lp in shared] == [len(s.token_ids) for s in samples]
     assert torch.allclose(torch.cat(shared), torch.cat(whole).float(), rtol=tolerance, atol=tolerance)
+
+
+def test_the_rollout_logprob_pass_goes_in_generation_batches_not_micro_batches(plugins, tiny_model):
+    """Without gradients the rollout's responses are scored as many at a time as generation
+    takes (``generation_batch``, or what free memory holds), whatever the update's
+    micro-batch: a forward of a few responses is mostly kernel launches on a GPU. The batching
+    changes neither the samples nor (beyond float rounding) their log-probs. A model scored
+    with the full logits keeps the micro-batch."""
+    prompts = PROMPTS + [[{"role": "user", "content": "Add " * 30}]]
+    sampling = SamplingParams(temperature=1.0, top_p=1.0, max_tokens=12)
+    runs = {}
+    for generation_batch in (0, 4, "full logits"):
+        b = backend(plugins, tiny_model, micro_batch_size=2,
+                    generation_batch=0 if generation_batch == "full logits" else generation_batch)
+        b.plain_head = generation_batch != "full logits"
+        chunks = []
+        score = b._rollout_logprobs
+        b._rollout_logprobs = lambda samples, chunks=chunks, score=score: chunks.append(len(samples)) or score(samples)
+        samples = [s for row in b.generate(prompts, 3, sampling, seed=2) for s in row]
+        runs[generation_batch] = (chunks, samples)
+    assert runs[0][0] == [9]  # the CPU's auto batch holds all nine
+    assert runs[4][0] == [4, 4, 1]
+    assert runs["full logits"][0] == [2, 2, 2, 2, 1]
+    for other in (4, "full logits"):
+        assert [s.token_ids for s in runs[0][1]] == [s.token_ids for s in runs[other][1]]
+        for one, again in zip(runs[0][1], runs[other][1]):
+            assert len(one.logprobs) == len(one.token_ids)
+            assert one.logprobs == pytest.approx(again.logprobs, abs=1e-5)
 
 
 def test_export_is_a_checkpoint_the_hf_generator_loads(plugins, tiny_model, tmp_path):

@@ -19,10 +19,12 @@ import difflib
 import hashlib
 import importlib
 import inspect
+import os
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 ENGINES = {"transformers": "transformers_engine", "vllm": "vllm_engine"}
+MAX_BATCH = {"cuda": 256, "cpu": 16}  # sequences a batch at most: a CPU gains nothing from wider ones, and pads more
 
 
 @dataclass
@@ -115,6 +117,28 @@ def read_prompts(torch, module, prompts: list[list[int]], width: int, pad_id: in
     index = torch.tensor(owner, device=ids.device)
     cache.batch_select_indices(index)
     return PromptCache(out, cache, index, mask[index], positions[index], len(distinct))
+
+
+def sequences_that_fit(torch, model, device, context: int, read: int) -> int:
+    """How many sequences half the free memory of ``device`` holds at once (at least 1, at most
+    ``MAX_BATCH`` of its type), each with a KV cache of ``context`` tokens while ``read`` of its
+    tokens go through the model together (the widest layer's activations) and one row of
+    float32 logits is sampled."""
+    cfg = model.config
+    heads = cfg.num_attention_heads
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
+    kv_heads = getattr(cfg, "num_key_value_heads", None) or heads
+    size = model.dtype.itemsize
+    kv = 2 * cfg.num_hidden_layers * kv_heads * head_dim * size * context
+    activations = read * (3 * getattr(cfg, "intermediate_size", 4 * cfg.hidden_size) + 4 * cfg.hidden_size) * size
+    per_sequence = kv + activations + 2 * cfg.vocab_size * 4
+    device = torch.device(device)
+    if device.type == "cuda":  # what torch's allocator caches but does not use is free to it too
+        free = (torch.cuda.mem_get_info(device)[0] + torch.cuda.memory_reserved(device)
+                - torch.cuda.memory_allocated(device))
+    else:
+        free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    return max(1, min(MAX_BATCH.get(device.type, 64), int(free * 0.5 // per_sequence)))
 
 
 def engine_class(name: str) -> type[RolloutEngine]:

@@ -20,10 +20,10 @@ be most of a prefill's work for nothing. Two decode paths, chosen by the backend
   rounded up to a multiple of 128, the cache length is a ceiling that only grows (rounded up
   to 1024, plus max_tokens) and a batch has a power-of-two size (the last one filled with
   copies, dropped; the size chosen from free memory only ever shrinks), so the step compiles
-  for a few shapes, not one per call; the first call of each shape compiles (about 90 s for
-  the 1.5B shape on 16 cores). On one H100 (issue 35, 1.5B shape, max_tokens 256, the
-  log-prob pass included) the eager path was CPU-bound: the GPU 25 % busy, 1,620 tokens/s
-  over a Code-A1 step's two generations; compiled, 5,950 tokens/s generating 256 sequences.
+  for a few shapes, not one per call; the first call of each shape compiles (25-35 s for
+  the 1.5B shape on an H200 with 16 cores). On one H100 (issue 35, 1.5B shape, max_tokens
+  256, the log-prob pass included) the eager path was CPU-bound: the GPU 25 % busy, 1,620
+  tokens/s over a Code-A1 step's two generations; compiled, on an H200, 13,140 tokens/s.
 
 Grouped-query attention (Qwen2.5's 12 query heads on 2 key/value heads) decodes without
 expanding the cache: transformers up to 5.1x repeats every key/value head over its group for
@@ -48,8 +48,6 @@ computed by the backend with the policy afterwards (``Response.logprobs`` is Non
 
 from __future__ import annotations
 
-import os
-
 from codea1.trainers.backends.rollouts import (
     Response,
     RolloutEngine,
@@ -57,11 +55,11 @@ from codea1.trainers.backends.rollouts import (
     left_padded,
     read_prompts,
     request_seed,
+    sequences_that_fit,
 )
 
 WIDTH_STEP = 128  # the compiled path's prompt widths: multiples of this
 CACHE_STEP = 1024  # its static cache length: the longest prompt rounded up to this, plus max_tokens
-MAX_AUTO_BATCH = {"cuda": 256, "cpu": 16}  # a CPU gains nothing from wider batches, and pads more
 PACKED_ATTENTION = "codea1_packed_gqa_sdpa"  # the name the engine registers its attention function under
 
 
@@ -179,24 +177,7 @@ class Engine(RolloutEngine):
     def auto_batch(self, width: int, max_tokens: int) -> int:
         """As many sequences as half the free device memory holds: each needs its KV cache at
         full length and, while its prompt is read, the widest layer's activations."""
-        torch, model = self.torch, self.backend.model
-        cfg = model.config
-        heads = cfg.num_attention_heads
-        head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
-        kv_heads = getattr(cfg, "num_key_value_heads", None) or heads
-        size = model.dtype.itemsize
-        kv = 2 * cfg.num_hidden_layers * kv_heads * head_dim * size * (width + max_tokens)
-        prefill = width * (3 * getattr(cfg, "intermediate_size", 4 * cfg.hidden_size) + 4 * cfg.hidden_size) * size
-        per_sequence = kv + prefill + 2 * cfg.vocab_size * 4
-        if self.device_type == "cuda":
-            device = torch.device(self.backend.device)
-            # what torch's allocator caches but does not use is free to it too
-            free = (torch.cuda.mem_get_info(device)[0] + torch.cuda.memory_reserved(device)
-                    - torch.cuda.memory_allocated(device))
-        else:
-            free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-        fits = int(free * 0.5 // per_sequence)
-        batch = max(1, min(MAX_AUTO_BATCH.get(self.device_type, 64), fits))
+        batch = sequences_that_fit(self.torch, self.backend.model, self.backend.device, width + max_tokens, width)
         if self.compiled:  # few distinct shapes for the compiled step: a power of two that only shrinks
             batch = 1 << (batch.bit_length() - 1)
             self.compiled_batch = batch = min(batch, self.compiled_batch or batch)
