@@ -120,7 +120,7 @@ def prompt_shared_logprobs(model, prompts: list[list[int]], responses: list[list
     forward, so the same values up to float rounding."""
     import torch
 
-    from codea1.trainers.backends.rollouts import cache_argument, read_prompts
+    from codea1.trainers.backends.rollouts import cache_argument, padded, read_prompts
 
     decoder = model.get_decoder()
     device = model.get_output_embeddings().weight.device
@@ -128,12 +128,7 @@ def prompt_shared_logprobs(model, prompts: list[list[int]], responses: list[list
         read = read_prompts(torch, decoder, prompts, max(len(p) for p in prompts), pad_id, device)
         prompt_last = read.output.last_hidden_state[read.index, -1]  # predicts each response's first token
         longest = max(1, max(len(r) for r in responses))
-        tokens = torch.full((len(responses), longest), pad_id, dtype=torch.long)
-        for row, response in enumerate(responses):
-            tokens[row, :len(response)] = torch.tensor(response, dtype=torch.long)
-        tokens = tokens.to(device)
-        answer_mask = (torch.arange(longest, device=device)[None] < torch.tensor(
-            [len(r) for r in responses], device=device)[:, None]).long()
+        tokens, answer_mask = padded(torch, responses, longest, pad_id, device, left=False)
         hidden = decoder(input_ids=tokens, attention_mask=torch.cat([read.mask, answer_mask], dim=1),
                          position_ids=read.positions[:, -1:] + 1 + torch.arange(longest, device=device)[None],
                          use_cache=True, **{cache_argument(decoder): read.cache}).last_hidden_state

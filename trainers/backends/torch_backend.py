@@ -84,7 +84,7 @@ from codea1.harness.training import BackendUnavailable, PolicyBackend, PolicySam
 from codea1.trainers.backends import token_logprobs
 from codea1.trainers.backends.model_source import local_model, offline_error
 from codea1.trainers.backends.policy_update import PolicyUpdateOptions, Rollout
-from codea1.trainers.backends.rollouts import ENGINES, engine_class, sequences_that_fit
+from codea1.trainers.backends.rollouts import ENGINES, engine_class, padded, sequences_that_fit
 
 
 @dataclass
@@ -199,7 +199,7 @@ class TorchBackend(PolicyBackend):
                                 r.finish, Rollout(prompt_ids[p], sampling.temperature or 1.0))
                    for p, r in zip(rows, responses)]
         # a prompt's samples side by side (its KV cache is read once for them), prompts by
-        # length: a micro-batch of the log-prob pass pads little
+        # length: a batch of the log-prob pass pads little
         unscored = [samples[i] for i in sorted(range(len(samples)), key=lambda i: (
             len(samples[i].handle.prompt_ids), rows[i], len(samples[i].token_ids))) if responses[i].logprobs is None]
         self.model.eval()
@@ -246,13 +246,8 @@ class TorchBackend(PolicyBackend):
         positions are scored, without the full logits (trainers/backends/token_logprobs.py)."""
         torch = self.torch
         seqs = [s.handle.prompt_ids + s.token_ids for s in samples]
-        width = max(len(s) for s in seqs)
-        pad = self.tokenizer.pad_token_id
-        ids = torch.full((len(seqs), width), pad, dtype=torch.long, device=self.device)
-        mask = torch.zeros((len(seqs), width), dtype=torch.long, device=self.device)
-        for i, s in enumerate(seqs):  # right padding: positions stay those of generation
-            ids[i, :len(s)] = torch.tensor(s, device=self.device)
-            mask[i, :len(s)] = 1
+        # right padding: positions stay those of generation
+        ids, mask = padded(torch, seqs, max(len(s) for s in seqs), self.tokenizer.pad_token_id, self.device, left=False)
         if self.plain_head:  # the response positions only, a chunk of tokens at a time
             spans = [(len(s.handle.prompt_ids), len(seq)) for s, seq in zip(samples, seqs)]
             return token_logprobs.response_logprobs(model, ids, mask, spans, [s.handle.temperature for s in samples])

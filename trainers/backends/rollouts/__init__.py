@@ -76,14 +76,16 @@ def distinct_prompts(batch: list[list[int]]) -> tuple[list[list[int]], list[int]
     return [list(prompt) for prompt in index], owner
 
 
-def left_padded(torch, prompts: list[list[int]], width: int, pad_id: int, device):
-    """``prompts`` as one batch of ``width`` columns, padded on the left (a prompt's last token
-    in the last column), and its attention mask, on ``device``."""
-    ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(prompts), width), dtype=torch.long)
-    for row, prompt in enumerate(prompts):
-        ids[row, width - len(prompt):] = torch.tensor(prompt, dtype=torch.long)
-        mask[row, width - len(prompt):] = 1
+def padded(torch, rows: list[list[int]], width: int, pad_id: int, device, *, left: bool):
+    """``rows`` of token ids as one batch of ``width`` columns and its attention mask, on
+    ``device``: padded on the left (a row's last token in the last column: prompts to
+    continue) or on the right (each row from column 0: sequences to score)."""
+    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, row in enumerate(rows):
+        span = slice(width - len(row), width) if left else slice(0, len(row))
+        ids[i, span] = torch.tensor(row, dtype=torch.long)
+        mask[i, span] = 1
     return ids.to(device), mask.to(device)
 
 
@@ -110,7 +112,7 @@ def read_prompts(torch, module, prompts: list[list[int]], width: int, pad_id: in
     are then copied so that row i holds prompt i: a prompt sampled n times is read once, not n
     times."""
     distinct, owner = distinct_prompts(prompts)
-    ids, mask = left_padded(torch, distinct, width, pad_id, device)
+    ids, mask = padded(torch, distinct, width, pad_id, device, left=True)
     positions = (mask.cumsum(-1) - 1).clamp(min=0)
     out = module(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, **kwargs)
     cache = getattr(out, "cache", None) or out.past_key_values

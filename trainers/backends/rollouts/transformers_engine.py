@@ -52,7 +52,7 @@ from codea1.trainers.backends.rollouts import (
     Response,
     RolloutEngine,
     cache_argument,
-    left_padded,
+    padded,
     read_prompts,
     request_seed,
     sequences_that_fit,
@@ -184,7 +184,7 @@ class Engine(RolloutEngine):
         return batch
 
     def _left_padded(self, batch: list[list[int]], width: int):
-        return left_padded(self.torch, batch, width, self.backend.tokenizer.pad_token_id, self.backend.device)
+        return padded(self.torch, batch, width, self.backend.tokenizer.pad_token_id, self.backend.device, left=True)
 
     # -- eager: a dynamic cache, finished sequences dropped --------------------------------------
     def _generate_eager(self, batch: list[list[int]], sampling, seeds: list[int]) -> list[Response]:
