@@ -12,7 +12,7 @@ bigcodebench does. A task whose libraries are not importable here is "skipped: m
 library X"; so is a task whose reference solution fails in this environment (e.g. it needs to
 reach the network). A skipped task counts as a failure in the figures, as bigcodebench counts
 it (``evaluate --exclude-skipped`` leaves it out, labelled).
-Where every check of the class can be rewritten (harness.script_tests), the class reports
+Where every check of the class can be rewritten (harness.verdicts.script_tests), the class reports
 values and the parent judges them (``judged="parent"``); otherwise its assertions run inside
 the sandbox, next to the code under test (``judged="in-process"``), where a program that
 reaches the runner can fake its result (as in bigcodebench itself).
@@ -29,7 +29,7 @@ from codea1.harness.benchmark import Benchmark, BenchmarkError, BenchmarkOptions
 from codea1.harness.hookspecs import hookimpl
 from codea1.harness.jsonl import first_row
 from codea1.harness.records import Problem, TestCase
-from codea1.harness.script_tests import split_test
+from codea1.harness.verdicts.script_tests import split_test
 
 
 @dataclass

@@ -34,8 +34,8 @@ from typing import Any
 
 from codea1.harness.benchmark import Benchmark, BenchmarkError, BenchmarkOptions
 from codea1.harness.jsonl import first_row, json_records
-from codea1.harness.judge import Checker, short_repr
 from codea1.harness.records import Problem, TestCase
+from codea1.harness.verdicts.judge import Checker, short_repr
 
 
 def mini_file(dataset: str, data: str) -> str:

@@ -20,13 +20,13 @@ import dataclasses
 import os
 from pathlib import Path
 
-from codea1.harness.asserts import AssertParseError, parse_assert
 from codea1.harness.benchmark import Benchmark, BenchmarkError
 from codea1.harness.hookspecs import hookimpl
 from codea1.harness.jsonl import json_records
 from codea1.harness.records import Problem, TestCase
-from codea1.harness.script_tests import split_test
-from codea1.harness.syntax import parse_untrusted
+from codea1.harness.verdicts.asserts import AssertParseError, parse_assert
+from codea1.harness.verdicts.script_tests import split_test
+from codea1.harness.verdicts.syntax import parse_untrusted
 
 
 class KodCode(Benchmark):

@@ -14,12 +14,12 @@ from __future__ import annotations
 import ast
 import os
 
-from codea1.harness.asserts import AssertParseError, parse_assert
 from codea1.harness.benchmark import Benchmark, BenchmarkError
 from codea1.harness.hookspecs import hookimpl
 from codea1.harness.jsonl import json_records
 from codea1.harness.records import Problem
-from codea1.harness.syntax import quiet_parsing
+from codea1.harness.verdicts.asserts import AssertParseError, parse_assert
+from codea1.harness.verdicts.syntax import quiet_parsing
 
 # The imports the reference evaluation puts above each function and its tests.
 IMPORT_HEADER = ("import math\nimport re\nimport string\nimport itertools\nimport collections\nimport heapq\n"

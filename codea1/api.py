@@ -7,11 +7,9 @@ move. Importing this module imports nothing heavy. The hooks and their contracts
 documented in ``codea1.harness.hookspecs`` and docs/plugins.md.
 """
 
-from codea1.harness.asserts import AssertParseError, parse_assert, parse_asserts
 from codea1.harness.benchmark import Benchmark, BenchmarkError, BenchmarkOptions
 from codea1.harness.command import Command
 from codea1.harness.errors import Codea1Error, ConfigError
-from codea1.harness.execution import EarlyStop, Executor, ExecutorUnavailable, run_jobs
 from codea1.harness.formulas import MetricValue
 from codea1.harness.generation import (
                                        Generation,
@@ -22,7 +20,6 @@ from codea1.harness.generation import (
                                        SamplingParams,
 )
 from codea1.harness.hookspecs import hookimpl
-from codea1.harness.judge import Checker, judge
 from codea1.harness.metrics import CodeMetric, TestMetric
 from codea1.harness.records import (
                                        CodeSample,
@@ -39,6 +36,9 @@ from codea1.harness.registry import Registry
 from codea1.harness.reporting import Figure, Report, Reporter, Table
 from codea1.harness.sandbox.executor import ZygoteExecutor
 from codea1.harness.training import LogColumn, PolicyBackend, PolicySample, StepFigure, StepFiles, Trainer
+from codea1.harness.verdicts.asserts import AssertParseError, parse_assert, parse_asserts
+from codea1.harness.verdicts.execution import EarlyStop, Executor, ExecutorUnavailable, run_jobs
+from codea1.harness.verdicts.judge import Checker, judge
 
 __all__ = [
     # hooks

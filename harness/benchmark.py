@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from codea1.harness.errors import Codea1Error
-from codea1.harness.judge import Checker
 from codea1.harness.records import Problem
+from codea1.harness.verdicts.judge import Checker
 
 
 @dataclass

@@ -21,7 +21,6 @@ import pluggy
 from codea1.harness import hookspecs
 from codea1.harness.benchmark import Benchmark
 from codea1.harness.command import Command
-from codea1.harness.execution import Executor
 from codea1.harness.generation import Generator
 from codea1.harness.metrics import CodeMetric, TestMetric
 from codea1.harness.registry import (
@@ -32,6 +31,7 @@ from codea1.harness.registry import (
 )
 from codea1.harness.reporting import Reporter
 from codea1.harness.training import PolicyBackend, Trainer
+from codea1.harness.verdicts.execution import Executor
 
 DISABLE_AUTOLOAD_ENV = "CODEA1_DISABLE_PLUGIN_AUTOLOAD"
 BUILTIN_DISTRIBUTION = "codea1 (built-in)"

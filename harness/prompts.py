@@ -19,7 +19,7 @@ import tomllib
 
 from codea1.harness.errors import Codea1Error
 from codea1.harness.records import Problem
-from codea1.harness.syntax import parse_untrusted
+from codea1.harness.verdicts.syntax import parse_untrusted
 
 BUILTIN = Path(__file__).parent / "prompts" / "paper.toml"
 PLACEHOLDERS = ("question", "code", "k", "entry_point")

@@ -27,7 +27,7 @@ VERDICT_STATUSES = (PASS, FAIL, TIMEOUT, ERROR, SKIPPED, SANDBOX_ERROR)
 JUDGED_WHERE = ("parent", "in-process")
 
 # Start of a TestCase.expected_error left by an executor that failed to compute the value
-# (harness.expected): no verdict can be given on that test, so none is (a sandbox error).
+# (harness.verdicts.expected): no verdict can be given on that test, so none is (a sandbox error).
 EXPECTED_SANDBOX_ERROR = "sandbox error: "
 
 # Comparison operators a call test may use; the harness applies them to plain data.
@@ -57,13 +57,13 @@ class TestCase(_Record):
     by the harness, in the trusted parent, with ``expected`` using ``op``. ``wrap`` (with
     ``args`` only) is a list of steps the sandbox applies, in order, to the real object the
     entry point returned, before the value comes back as plain data (generated tests:
-    ``harness.asserts``): ``["call", builtin, args, kwargs]`` (the value is the builtin's first
+    ``harness.verdicts.asserts``): ``["call", builtin, args, kwargs]`` (the value is the builtin's first
     argument: ``list``, ``next``, ``len``, ``round``...; ``asserts.WRAP_CALLS``),
     ``["attr", name]``, ``["item", key]``, ``["slice", start, stop, step]``,
     ``["method", name, args, kwargs]``, ``["apply", args, kwargs]`` (the value called).
     ``expected_source`` holds the expected side when it
     is an expression rather than data (golden tests parsed by ``asserts.parse_legacy_assert``
-    only). It never reaches a job that runs a program: ``harness.expected`` computes it
+    only). It never reaches a job that runs a program: ``harness.verdicts.expected`` computes it
     beforehand, in a sandbox job that loads only the problem's prelude, and replaces the
     test with one whose ``expected`` is the value (``expected_source`` None), or, where the
     expression raised or timed out, whose ``expected_error`` says why: the judge fails such
@@ -91,7 +91,7 @@ class TestCase(_Record):
     op: str = "=="
     expected: Any = None
     expected_source: str | None = None
-    expected_error: str | None = None  # why the expected side could not be computed (harness.expected)
+    expected_error: str | None = None  # why the expected side could not be computed (harness.verdicts.expected)
     has_expected: bool = True
     source: str | None = None
     script: str | None = None

@@ -1,4 +1,4 @@
-"""One Code-A1 step on one GPU, timed (issue 35, item 3): a random-init model of a named
+"""One Code-A1 step on one GPU, timed: a random-init model of a named
 Qwen2.5-Coder shape on this project's local tokenizer, one warm-up step and one timed step
 of the real `codea1 train` (trainer code-a1, torch backend for both policies), for each
 rollout engine present. Needs only torch, transformers and this project (vLLM when
@@ -13,7 +13,7 @@ installed); nothing is downloaded.
 Before and after a change: the same command from each checkout's venv (the runs import the
 codea1 of the interpreter that runs this script; the first line printed says which).
 
-The setting mirrors the issue: batch 4 questions, M = N = K = 8, TopVar 1, max_tokens 512 for
+The setting is the paper's step at a small batch: 4 questions, M = N = K = 8, TopVar 1, max_tokens 512 for
 both roles, bf16 and gradient checkpointing on CUDA (float32 without on CPU), micro-batch 8,
 the subprocess executor with min(16, CPUs) workers, KodCode questions (the CPU demo's eight,
 from ../shared/data/kodcode or $CODEA1_SHARED_DATA/kodcode; the shipped demo benchmark where

@@ -10,7 +10,7 @@ of the fork that isolates it.
     python scripts/bench_job_overhead.py [--jobs 300] [--tests 1]
 
 Page faults matter here: a forked child shares the zygote's pages until either writes one,
-and the kernel then copies it (a few microseconds each on a VM). The figures in the issue
+and the kernel then copies it (a few microseconds each on a VM). The figures in the closing
 notes were taken with this script.
 """
 
@@ -21,9 +21,9 @@ import os
 import resource
 import time
 
-from codea1.harness.execution import run_jobs
 from codea1.harness.records import ExecJob, TestCase
 from codea1.harness.sandbox.executor import ZygoteExecutor
+from codea1.harness.verdicts.execution import run_jobs
 
 
 def zygote_counters(pid: int) -> list[float]:

@@ -21,12 +21,12 @@ import argparse
 import time
 from pathlib import Path
 
-from codea1.harness.asserts import parse_assert
-from codea1.harness.execution import run_jobs
 from codea1.harness.mutation import generate_mutants
 from codea1.harness.plugin_manager import load_plugins
 from codea1.harness.records import ExecJob
-from codea1.harness.validity import SECOND_SEED
+from codea1.harness.verdicts.asserts import parse_assert
+from codea1.harness.verdicts.execution import run_jobs
+from codea1.harness.verdicts.validity import SECOND_SEED
 from codea1.trainers.method.layout import SuiteLayout, book_tests
 from codea1.trainers.method.rewards import advantages_by_group, candidate_rewards, topvar
 from codea1.trainers.method.rollouts import run_codes

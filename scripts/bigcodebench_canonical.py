@@ -11,7 +11,7 @@ counts: pass; skipped, by missing library; failing, by reason (``REASONS``: a ti
 the sandbox refuses, nltk data not downloaded, a check that did not hold, else the
 exception's type), with the task ids. ``--in-process`` judges each task's test class
 in-process, as bigcodebench does, instead of rewriting its checks to be judged in the parent
-(harness.script_tests): a task that passes only so fails on the rewrite, not on this
+(harness.verdicts.script_tests): a task that passes only so fails on the rewrite, not on this
 environment. ``--json FILE`` writes the task ids and each failure's first message.
 """
 
@@ -42,7 +42,7 @@ REASONS = [
     # nltk's LookupError opens with a row of stars; TextBlob's MissingCorpusError names its issues page
     (r"Resource \w+ not found|\*{20}|sloria/TextBlob", "nltk or TextBlob data not downloaded"),
     (r"^crashed: ", None),  # the message itself (e.g. "crashed: SIGABRT")
-    # a check judged in the parent (harness.script_tests) that did not hold
+    # a check judged in the parent (harness.verdicts.script_tests) that did not hold
     (r"line \d+: (got|raised)|no check was reached|returned before the check", "a check failed"),
 ]
 EXCEPTION = re.compile(r"\b(\w+(?:Error|Exception|Exit|Interrupt|Warning))\b")
@@ -119,7 +119,7 @@ def main(argv=None) -> int:
     parser.add_argument("--limit", type=int)
     parser.add_argument("--json", help="also write the counts and task ids here")
     parser.add_argument("--in-process", action="store_true",
-                        help="judge each test class in-process, as bigcodebench does (no harness.script_tests rewrite)")
+                        help="judge each test class in-process, as bigcodebench does (no harness.verdicts.script_tests rewrite)")
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs OpenRLHF and what it needs on a CPU machine into VENV (issue 26), pinned by
+# Installs OpenRLHF and what it needs on a CPU machine into VENV, pinned by
 # requirements/openrlhf-cpu.txt; VENV must already hold the project with its test and hf extras:
 #     python3 -m venv VENV && VENV/bin/pip install -e '.[test,hf]' -c constraints.txt
 #     scripts/install_openrlhf_cpu.sh VENV

@@ -1,5 +1,5 @@
 """How many KodCode and BigCodeBench script tests are judged outside the program's process
-(harness.script_tests), and whether the references still pass them.
+(harness.verdicts.script_tests), and whether the references still pass them.
 
     .venv/bin/python scripts/script_tests_share.py [--data DIR] [--references] [--bigcodebench-tasks 100]
 
@@ -24,8 +24,8 @@ import re
 import sys
 from pathlib import Path
 
-from codea1.harness import script_tests
 from codea1.harness.records import ExecJob
+from codea1.harness.verdicts import script_tests
 
 CHECK_CALL = re.compile(r"^(assert|fail)")
 
@@ -74,8 +74,8 @@ def counts(problems: list, originals: dict[str, str], framework: str) -> dict:
 
 def reference_results(bench, before: list, after: list, executor) -> dict:
     """``before``/``after``: the same problems, loaded without and with the rewrite."""
-    from codea1.harness.execution import run_jobs
-    from codea1.harness.judge import judge
+    from codea1.harness.verdicts.execution import run_jobs
+    from codea1.harness.verdicts.judge import judge
 
     tally: dict[str, collections.Counter] = {"before": collections.Counter(), "after": collections.Counter()}
     failures: dict[str, list] = {"before": [], "after": []}
@@ -104,7 +104,7 @@ def reference_results(bench, before: list, after: list, executor) -> dict:
 
 def load(plugins, name: str, options: dict, rewrite: bool) -> list:
     """The benchmark's problems, with its script tests rewritten or (``rewrite`` False) as
-    they were before harness.script_tests."""
+    they were before harness.verdicts.script_tests."""
     from codea1.benchmarks import bigcodebench, kodcode
 
     saved = kodcode.split_test, bigcodebench.split_test

@@ -1,5 +1,5 @@
 """How many UnLeakedTestBench asserts are in the paper's form, ``assert WRAP(f(ARGS)) == ANSWER``
-with data the restricted evaluator accepts (``harness.asserts.parse_assert``), and why the
+with data the restricted evaluator accepts (``harness.verdicts.asserts.parse_assert``), and why the
 others are not.
 
     python scripts/ult_test_forms.py ../shared/data/unleakedtestbench/ULT_Lite.json [more files]
@@ -20,8 +20,8 @@ import re
 import sys
 from collections import Counter
 
-from codea1.harness.asserts import PAPER_FORM, AssertParseError, parse_assert
 from codea1.harness.jsonl import json_records
+from codea1.harness.verdicts.asserts import PAPER_FORM, AssertParseError, parse_assert
 
 
 def reason_group(reason: str) -> str:

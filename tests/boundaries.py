@@ -32,11 +32,15 @@ HEAVY = ("torch", "transformers", "tokenizers", "vllm", "ray", "openrlhf", "deep
 HEAVY_MODULES = ("codea1.trainers.backends.openrlhf_stack",)
 CORE = "codea1.harness"
 OUTSIDE_CORE = ("codea1.plugins", "codea1.benchmarks", "codea1.trainers", "codea1.reports")
-SANDBOX_SIDE = ("codea1.harness.plaindata", "codea1.harness.sandbox.child", "codea1.harness.sandbox.confine",
-                "codea1.harness.sandbox.zygote", "codea1.harness.sandbox.protocol")
-# The child's report hook lives beside the script rewriter, whose module-level imports are the
-# standard library and plaindata (it imports the judge inside the parent-side functions only).
-SANDBOX_MAY_IMPORT = ("codea1", CORE, "codea1.harness.sandbox", "__future__", "codea1.harness.script_tests")
+SANDBOX_SIDE = ("codea1.harness.verdicts.plaindata", "codea1.harness.sandbox.child", "codea1.harness.sandbox.confine",
+                "codea1.harness.sandbox.zygote", "codea1.harness.sandbox.protocol", "codea1.harness.sandbox.timing",
+                "codea1.harness.sandbox.ground", "codea1.harness.sandbox.settle", "codea1.harness.sandbox.observers",
+                "codea1.harness.sandbox.warmup", "codea1.harness.sandbox.privileges")
+# The child's report hooks (script_reports) and how it names a script's tests (script_tests):
+# their module-level imports are the standard library, plaindata and each other (the parent-side
+# functions import the judge and the syntax module inside themselves only).
+SANDBOX_MAY_IMPORT = ("codea1", CORE, "codea1.harness.sandbox", "codea1.harness.verdicts", "__future__",
+                      "codea1.harness.verdicts.script_reports", "codea1.harness.verdicts.script_tests")
 
 
 @dataclass

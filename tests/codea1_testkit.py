@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from codea1.harness.asserts import parse_asserts
-from codea1.harness.execution import run_jobs
-from codea1.harness.expected import settle_tests
-from codea1.harness.judge import judge
 from codea1.harness.records import ExecJob, Verdict
+from codea1.harness.verdicts.asserts import parse_asserts
+from codea1.harness.verdicts.execution import run_jobs
+from codea1.harness.verdicts.expected import settle_tests
+from codea1.harness.verdicts.judge import judge
 
 
 def run_code(executor, code: str, asserts: str, entry_point: str | None = None, limit: float = 2.0,

@@ -331,7 +331,7 @@ def test_bad_bytes_in_data_and_samples_files_name_their_line(tmp_path):
 
 
 def test_a_partial_samples_file_is_refused_then_scored_as_partial_everywhere(tmp_path):
-    """Issue 34: samples for 2 of the demo's 12 tasks are refused (as evalplus refuses them),
+    """Samples for 2 of the demo's 12 tasks are refused (as evalplus refuses them),
     scored with --allow-partial and labelled so in the summary, results.json and `show`; the
     report marks the partial run beside a whole one, and --strict refuses to rank them."""
     from codea1.benchmarks.demo.problems import PROBLEMS
@@ -386,7 +386,7 @@ def bigcodebench_slice(path, libs: dict[str, str]) -> list[dict]:
 @pytest.mark.data
 @pytest.mark.long  # three commands that each load bigcodebench and its libraries
 def test_a_skipped_bigcodebench_task_is_a_failure_with_its_reason_and_never_a_figure(tmp_path):
-    """Issue 34: a task whose library is missing counts as a failure (as bigcodebench counts
+    """A task whose library is missing counts as a failure (as bigcodebench counts
     it), with its reason in the summary and results.json; --exclude-skipped keeps the scored-
     only figure, labelled; the report's per-task table says "skipped", never 0.00."""
     data = tmp_path / "BigCodeBench-two.jsonl"
@@ -424,7 +424,7 @@ def test_a_skipped_bigcodebench_task_is_a_failure_with_its_reason_and_never_a_fi
 
 @pytest.mark.data
 def test_bigcodebench_subset_is_checked_against_the_data(tmp_path):
-    """Issue 34: subset=hard with the full file is refused (not a "hard" score over 1,140
+    """subset=hard with the full file is refused (not a "hard" score over 1,140
     tasks); the Hard file is recognised, and refused as the full set."""
     full = shared_file("bigcodebench", "BigCodeBench-v0.1.0.jsonl.gz")
     one_line_error(codea1("tasks", "--benchmark", "bigcodebench", "--data", str(full), "--benchmark-opt", "subset=hard"),
@@ -439,7 +439,7 @@ def test_bigcodebench_subset_is_checked_against_the_data(tmp_path):
 
 
 def test_the_headline_puts_pass_at_1_first_and_avg_at_n_beside_it(tmp_path):
-    """Issue 34: pass@k first, in k order; avg@k at k = n (the paper's avg@32), named beside
+    """pass@k first, in k order; avg@k at k = n (the paper's avg@32), named beside
     pass@1 when it equals it, never the first sample alone; results.json in the same order."""
     from codea1.benchmarks.demo.problems import PROBLEMS
 
@@ -460,7 +460,7 @@ def test_the_headline_puts_pass_at_1_first_and_avg_at_n_beside_it(tmp_path):
 
 
 def test_evaluate_tests_notes_short_suites_and_eligible_tasks_in_the_papers_order(tmp_path):
-    """Issue 34: a task with 3 tests at k = 5 is noted (its 2 missing tests count as
+    """A task with 3 tests at k = 5 is noted (its 2 missing tests count as
     invalid, the paper's test accuracy); mut@k says over how many tasks; metrics in the
     paper's order (test-pass, mut, Mul, coverage), each over its k."""
     from codea1.benchmarks.demo.problems import PROBLEMS

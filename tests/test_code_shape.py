@@ -1,4 +1,4 @@
-"""The shape the trainers and flows keep (issue 25): no function past 80 lines in trainers/
+"""The shape the trainers and flows keep: no function past 80 lines in trainers/
 or harness/flows/, and no run of six or more lines repeated between two modules of
 trainers/ (the same algorithm lives in one place: trainers/method/)."""
 

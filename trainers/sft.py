@@ -24,13 +24,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from codea1.harness.execution import run_jobs
-from codea1.harness.expected import settle_expected_sources
 from codea1.harness.hookspecs import hookimpl
-from codea1.harness.judge import judge
 from codea1.harness.prompts import PromptError, get_prompt
 from codea1.harness.records import PASS, ExecJob
 from codea1.harness.training import Trainer
+from codea1.harness.verdicts.execution import run_jobs
+from codea1.harness.verdicts.expected import settle_expected_sources
+from codea1.harness.verdicts.judge import judge
 from codea1.trainers.method.log_columns import loss
 from codea1.trainers.method.rollouts import prompt_messages, update_stats
 
@@ -136,7 +136,7 @@ class SFTTrainer(Trainer):
                 options[q.task_id] = [s.code for s in self.samples if s.task_id == q.task_id]
         bench = self.context.run.bench
         jobs = {}
-        # Expected sides that are expressions: computed in jobs of their own (harness.expected).
+        # Expected sides that are expressions: computed in jobs of their own (harness.verdicts.expected).
         todo = settle_expected_sources(self.context.run.executor, todo, memory_mb=bench.memory_mb)
         for q in todo:
             tests = [t for t in q.tests if t.kind == "call" and t.has_expected]

@@ -11,10 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from codea1.benchmarks.demo.problems import PROBLEMS
-from codea1.harness.asserts import parse_asserts
 from codea1.harness.benchmark import Benchmark, BenchmarkError
 from codea1.harness.hookspecs import hookimpl
 from codea1.harness.records import Problem
+from codea1.harness.verdicts.asserts import parse_asserts
 
 SAMPLES_FILE = Path(__file__).with_name("samples.jsonl")
 

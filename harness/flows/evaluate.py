@@ -2,7 +2,7 @@
 
 Stages (one progress bar each where work is done): read the samples; resume (verdicts
 already in verdicts.jsonl for the same program are kept); reference (expected sides that
-are expressions computed first, in jobs of their own: ``harness.expected``; then each needed
+are expressions computed first, in jobs of their own: ``harness.verdicts.expected``; then each needed
 reference solution run once, cached: expected outputs, time limits, tests the reference
 itself fails); judge (every sample not judged yet, identical programs of a task once); summarise
 (metrics from the code-metric plugins). Verdicts are appended to verdicts.jsonl as they
@@ -21,9 +21,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 from codea1.harness.errors import ConfigError
-from codea1.harness.execution import batch_timeout, stream_jobs
-from codea1.harness.expected import settle_expected_sources
-from codea1.harness.judge import RECHECK, ReplayChecker, judge
 from codea1.harness.metrics import CodeMetric, in_order
 from codea1.harness.progress import stage_bar
 from codea1.harness.records import (
@@ -36,9 +33,12 @@ from codea1.harness.records import (
     Problem,
     Verdict,
 )
-from codea1.harness.reference import ReferenceRun, run_references
 from codea1.harness.run import LimitedRunConfig, Run, open_run
 from codea1.harness.samples import code_hash, load_samples
+from codea1.harness.verdicts.execution import batch_timeout, stream_jobs
+from codea1.harness.verdicts.expected import settle_expected_sources
+from codea1.harness.verdicts.judge import RECHECK, ReplayChecker, judge
+from codea1.harness.verdicts.reference import ReferenceRun, run_references
 
 
 @dataclass(kw_only=True)
@@ -215,7 +215,7 @@ def reference_stage(run: Run, cfg: EvaluateConfig, samples: list[CodeSample], sk
     to_run = [run.problems[t] for t in sorted({s.task_id for s in samples}) if t not in skipped]
     t0 = time.perf_counter()
     # Expected sides that are expressions are computed here, in jobs of their own, before the
-    # reference or any sample runs: no job of a program carries them (harness.expected).
+    # reference or any sample runs: no job of a program carries them (harness.verdicts.expected).
     to_run = settle_expected_sources(run.executor, to_run, memory_mb=bench.memory_mb, progress=cfg.progress)
     refs = run_references(to_run, run.executor, checks_tests=lambda p: not bench.reference_expected(p),
                           memory_mb=bench.memory_mb, progress=cfg.progress, use_cache=cfg.reference_cache)

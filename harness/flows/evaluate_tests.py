@@ -3,7 +3,7 @@
 Per task, the first max(k) tests (in generation order) go through three stages, each one
 batch through the executor, each with one progress bar:
 
-1. validity (``harness.validity``): every test runs against the reference; it is valid when
+1. validity (``harness.verdicts.validity``): every test runs against the reference; it is valid when
    it executes and its assertion holds, and holds again in a second run under another hash
    seed and random state and under the time limit mutants get (else "nondeterministic");
    an unparseable assert is an invalid test in its position;
@@ -33,15 +33,15 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Iterator
 
 from codea1.harness.errors import Codea1Error, ConfigError
-from codea1.harness.execution import stream_jobs, time_limits
 from codea1.harness.jsonl import json_rows
-from codea1.harness.judge import judge
 from codea1.harness.metrics import TestMetric, in_order
-from codea1.harness.parsing import extract_tests
 from codea1.harness.progress import stage_bar
 from codea1.harness.records import ExecJob, Problem, TaskRecord, TestCase
 from codea1.harness.run import LimitedRunConfig, Run, open_run
-from codea1.harness.validity import SuiteCheck, check_suites
+from codea1.harness.verdicts.execution import stream_jobs, time_limits
+from codea1.harness.verdicts.judge import judge
+from codea1.harness.verdicts.responses import extract_tests
+from codea1.harness.verdicts.validity import SuiteCheck, check_suites
 
 GOLDEN = "golden"
 
@@ -111,7 +111,7 @@ def evaluate_tests(plugins, cfg: EvaluateTestsConfig) -> dict[str, Any]:
 
 
 def asserts_from_completion(text: str) -> list[str]:
-    """Assert statements, in order, from a model's answer (harness.parsing: the python block
+    """Assert statements, in order, from a model's answer (harness.verdicts.responses: the python block
     holding the asserts, or the whole text); broken ones are kept, as invalid tests."""
     return extract_tests(text, None, k=sys.maxsize).tests
 

@@ -28,13 +28,13 @@ from codea1.harness.generation import (
     with_cache,
 )
 from codea1.harness.jsonl import appended_rows
-from codea1.harness.parsing import extract_code, extract_tests, with_prompt_imports
 from codea1.harness.progress import stage_bar
 from codea1.harness.prompts import DEFAULT_PROMPT, Prompt, get_prompt, question_messages
 from codea1.harness.records import Problem
 from codea1.harness.registry import parse_options
 from codea1.harness.run import Run, RunConfig, open_run
 from codea1.harness.samples import load_samples
+from codea1.harness.verdicts.responses import extract_code, extract_tests, with_prompt_imports
 
 ROLES = ("code", "tests")
 

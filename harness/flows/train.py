@@ -701,9 +701,9 @@ def evaluate_policies(plugins, run: Run, context: TrainContext, evaluation: Eval
     samples scored (avg@k), the test policy's suites scored (test-pass@k, mut@k, Mul)."""
     from codea1.harness.flows.evaluate import EvaluateConfig, evaluate
     from codea1.harness.flows.evaluate_tests import EvaluateTestsConfig, evaluate_tests
-    from codea1.harness.parsing import extract_tests, program_from_response
     from codea1.harness.prompts import DEFAULT_PROMPT, question_messages
     from codea1.harness.run import select_tasks
+    from codea1.harness.verdicts.responses import extract_tests, program_from_response
 
     results: dict[str, Any] = {}
     root = out / "evaluation" / f"step-{step + 1:06d}"

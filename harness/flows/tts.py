@@ -29,16 +29,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from codea1.harness.asserts import AssertParseError, parse_assert
-from codea1.harness.execution import batch_timeout, stream_jobs
 from codea1.harness.flows.evaluate import EvaluateConfig, evaluate
 from codea1.harness.flows.evaluate_tests import tests_rows
-from codea1.harness.judge import judge
 from codea1.harness.progress import stage_bar
 from codea1.harness.records import PASS, SANDBOX_ERROR, ExecJob, Problem, TestCase
 from codea1.harness.run import ExecutingRunConfig, Run, open_run
 from codea1.harness.samples import code_hash, load_samples
-from codea1.harness.syntax import parse_untrusted
+from codea1.harness.verdicts.asserts import AssertParseError, parse_assert
+from codea1.harness.verdicts.execution import batch_timeout, stream_jobs
+from codea1.harness.verdicts.judge import judge
+from codea1.harness.verdicts.syntax import parse_untrusted
 
 
 # -- pure selection ------------------------------------------------------------------------------

@@ -36,7 +36,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from codea1.harness.execution import (
+from codea1.harness.records import ExecJob, RawResult
+from codea1.harness.sandbox import confine, privileges
+from codea1.harness.sandbox.pool import DEFAULT_PRELOAD, ZygoteDied, ZygotePool, package_roots
+from codea1.harness.verdicts.execution import (
     Executor,
     ExecutorUnavailable,
     PayloadEncoder,
@@ -44,9 +47,6 @@ from codea1.harness.execution import (
     parse_records,
     sandbox_failure,
 )
-from codea1.harness.records import ExecJob, RawResult
-from codea1.harness.sandbox import confine
-from codea1.harness.sandbox.pool import DEFAULT_PRELOAD, ZygoteDied, ZygotePool, package_roots
 
 # What a program must not be able to read, each a key of info()["reads"]["guarantees"].
 # other_jobs_memory: no earlier job's program, tests or results in the child's memory (it is
@@ -74,7 +74,7 @@ class SubprocessOptions:
     def __post_init__(self):
         if self.network not in ("isolate", "allow"):
             raise ValueError(f"network must be 'isolate' or 'allow', not {self.network!r}")
-        confine.parse_run_as(self.run_as)  # ValueError for a user or group that does not exist
+        privileges.parse_run_as(self.run_as)  # ValueError for a user or group that does not exist
 
 
 class ZygoteExecutor(Executor):
@@ -86,7 +86,7 @@ class ZygoteExecutor(Executor):
     def __init__(self, options=None, workers=None):
         super().__init__(options or self.Options(), workers)
         opts = self.options
-        run_as = confine.parse_run_as(opts.run_as)  # resolved here: the zygote's view may lack the names
+        run_as = privileges.parse_run_as(opts.run_as)  # resolved here: the zygote's view may lack the names
         args = ["--file-mb", str(opts.file_mb), "--run-as", "root" if run_as is None else f"{run_as[0]}:{run_as[1]}"]
         if opts.network == "allow":
             args.append("--no-network-isolation")

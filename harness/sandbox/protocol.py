@@ -17,7 +17,7 @@ Zygote <-> forker: datagrams on a SOCK_SEQPACKET socket (``send_message``/``recv
 descriptors attached.
 
 Child -> parent: result records, one JSON object a line (``harness.sandbox.child``), read
-by ``harness.execution.RecordParser`` through ``loads_record``: bounded in size by the zygote
+by ``harness.verdicts.execution.RecordParser`` through ``loads_record``: bounded in size by the zygote
 (``RESULT_CAP``), in nesting and items here, and never by the interpreter's recursion limit
 (json's C scanner recurses; a line it gives up on is read again by ``_IterativeDecoder``).
 
@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import re
 import socket
 
@@ -48,6 +49,16 @@ class StreamEnded(ReplyError):
 
 
 # -- zygote -> parent ------------------------------------------------------------------------
+
+def write_all(fd: int, data: bytes, _write=os.write) -> None:
+    """All of ``data`` to the descriptor, however many writes it takes (a pipe nearly full
+    takes a short write)."""
+    written = _write(fd, data)
+    if written < len(data):
+        view = memoryview(data)[written:]
+        while view:
+            view = view[_write(fd, view):]
+
 
 def write_frame(stream, header: dict, body: bytes = b"") -> None:
     """One header line, then exactly ``result_bytes`` raw bytes."""

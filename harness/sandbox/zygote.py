@@ -13,7 +13,7 @@ naming the job and nonce it answers.
 A root zygote checks first, in a throwaway child that sheds privilege as each job's does,
 that its children's user can read the interpreter and the packages; a directory on the way
 it cannot search (an interpreter under /root, 0700) is opened for the children alone, in a
-mount namespace of the zygote's own (``confine.open_blocked_directories``); anything else
+mount namespace of the zygote's own (``privileges.open_blocked_directories``); anything else
 unreadable ends the zygote with one line that says what to do.
 
 Children are not forked by the zygote itself but by its forker (``Forker``), a process forked
@@ -44,7 +44,7 @@ import sys
 import tempfile
 import time
 
-from codea1.harness.sandbox import child, confine
+from codea1.harness.sandbox import child, confine, privileges
 from codea1.harness.sandbox.protocol import RESULT_CAP, recv_message, send_message, write_frame
 
 OUTPUT_CAP = 64 * 1024  # bytes of stdout / stderr kept per job
@@ -110,7 +110,7 @@ class Forker:
         # capability (drop_caps: a root zygote that cannot switch, or run_as=root).
         self.switch_to = switch_to
         self.drop_caps = drop_caps
-        self.locked = False  # confine.lock_privileges done in the forker (at its first child)
+        self.locked = False  # privileges.lock_privileges done in the forker (at its first child)
         self.sock: socket.socket | None = None
         self.pid = 0
         self.subreaper = False
@@ -218,7 +218,7 @@ class Forker:
     def _fork_child(self, workdir: str, fds: list[int]) -> int:
         job_fd, tests_fd, out_w, err_w, res_w = fds
         if not self.locked:  # once, here in the forker (never in the zygote: in-process, that is a test runner)
-            confine.lock_privileges()
+            privileges.lock_privileges()
             self.locked = True
         # Made before the fork: what the child makes, the kernel copies page by page.
         ruleset = confine.landlock_ruleset(workdir, self.block_tcp, self.read_rules)[0] if self.landlock else None
@@ -279,9 +279,9 @@ class Forker:
         # the job's directory were opened and entered; limits only lowered), nothing below
         # needs it (no_new_privs is set in the forker, an empty bounding set inherited from it).
         if self.switch_to is not None:
-            confine.switch_user(*self.switch_to)
+            privileges.switch_user(*self.switch_to)
         elif self.drop_caps:
-            confine.drop_capabilities()
+            privileges.drop_capabilities()
         if self.seccomp:
             confine.install_no_process_filter()
 
@@ -289,7 +289,7 @@ class Forker:
 class Zygote:
     def __init__(self, seccomp: bool, file_mb: int, output_cap: int, reply=None, control_fd: int | None = None,
                  landlock: bool = False, block_tcp: bool = True, readable: list[str] = (),
-                 not_for_forker: list[int] = (), run_as: tuple[int, int] | None = confine.DEFAULT_RUN_AS,
+                 not_for_forker: list[int] = (), run_as: tuple[int, int] | None = privileges.DEFAULT_RUN_AS,
                  extra_reads: list[str] = ()):
         self.seccomp = seccomp
         self.landlock = landlock
@@ -297,21 +297,21 @@ class Zygote:
         # capability. Checked first, in a throwaway child that sheds privilege as each job's
         # does: a user who cannot read the interpreter or the packages ends the zygote with
         # one line that says so (never a silent fall-back to root).
-        plan = confine.privilege_plan(run_as)
-        needed = confine.child_read_paths(extra_reads)
-        probe = confine.probe_child_privileges(plan["switch_to"], plan["drop_caps"], needed)
+        plan = privileges.privilege_plan(run_as)
+        needed = privileges.child_read_paths(extra_reads)
+        probe = privileges.probe_child_privileges(plan["switch_to"], plan["drop_caps"], needed)
         self.covered: list[str] = []
         if probe.get("unreadable") and plan["switch_to"] is not None:
             # A directory on the way that the children's user cannot search (an interpreter
             # under /root, 0700): opened for this zygote's children alone, in a mount
-            # namespace of its own (confine.open_blocked_directories); the host is unchanged.
-            blocked = confine.blocked_directories(needed, *plan["switch_to"])
+            # namespace of its own (privileges.open_blocked_directories); the host is unchanged.
+            blocked = privileges.blocked_directories(needed, *plan["switch_to"])
             if blocked:
                 try:
-                    self.covered = confine.open_blocked_directories(blocked)
+                    self.covered = privileges.open_blocked_directories(blocked)
                 except OSError as exc:
                     sys.stderr.write(f"zygote: could not open the directories on the way for the children: {exc}\n")
-                probe = confine.probe_child_privileges(plan["switch_to"], plan["drop_caps"], needed)
+                probe = privileges.probe_child_privileges(plan["switch_to"], plan["drop_caps"], needed)
         if "error" in probe:
             raise SystemExit(f"zygote: a child could not shed its privileges ({plan['uid_switch']}): {probe['error']}")
         status = probe["status"]
@@ -326,14 +326,14 @@ class Zygote:
                 + f": make it readable for that user (e.g. chmod o+rx, or o+x {blocker}), or install Python and the "
                   "virtual environment where it can read them, or set run_as to a user who can "
                   "(run_as=root keeps root: unsafe)")
-        caps = {key: status[key] for key in confine.CAPABILITY_SETS}
+        caps = {key: status[key] for key in privileges.CAPABILITY_SETS}
         self.privileges = {"run_as": "root" if run_as is None else f"{run_as[0]}:{run_as[1]}", "uid": uid,
                            "gid": gid, "groups": [int(g) for g in status["Groups"].split()],
                            "uid_switch": plan["uid_switch"], "capabilities": caps,
                            "capabilities_dropped": not any(int(v, 16) for v in caps.values()),
                            "no_new_privs": status["NoNewPrivs"] == "1",
                            "directories_opened": self.covered}
-        self.unix_sockets = confine.unix_socket_policy(seccomp, plan["switch_to"], uid)
+        self.unix_sockets = privileges.unix_socket_policy(seccomp, plan["switch_to"], uid)
         # Opened once: per job only the rules are added (confine.read_rules).
         self.read_rules = confine.read_rules(readable) if landlock else []
         self.output_cap = output_cap
@@ -608,7 +608,7 @@ def main(argv=None) -> int:
                         help="a path no program may read, nor any path that holds it (repeatable; the zygote's "
                              "working directory, the home directory and the temporary directory always)")
     parser.add_argument("--read", action="append", default=[], help="a further path programs may read (repeatable)")
-    parser.add_argument("--run-as", type=confine.parse_run_as, default=confine.DEFAULT_RUN_AS,
+    parser.add_argument("--run-as", type=privileges.parse_run_as, default=privileges.DEFAULT_RUN_AS,
                         help="UID:GID (or USER[:GROUP]) children of a root zygote run as; 'root' keeps root (unsafe)")
     parser.add_argument("--file-mb", type=int, default=64)
     parser.add_argument("--output-cap", type=int, default=OUTPUT_CAP)

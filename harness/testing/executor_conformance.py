@@ -42,12 +42,12 @@ from pathlib import Path
 
 import pytest
 
-from codea1.harness.asserts import parse_asserts
-from codea1.harness.execution import run_jobs
-from codea1.harness.expected import settle_tests
-from codea1.harness.judge import judge
 from codea1.harness.records import ERROR, FAIL, PASS, TIMEOUT, ExecJob, TestCase
 from codea1.harness.sandbox.confine import process_table
+from codea1.harness.verdicts.asserts import parse_asserts
+from codea1.harness.verdicts.execution import run_jobs
+from codea1.harness.verdicts.expected import settle_tests
+from codea1.harness.verdicts.judge import judge
 
 GOOD = "def f(x):\n    return x + 1\n"
 # The process name every case's program gives itself: one per test process, so that cases
@@ -66,7 +66,7 @@ def run_case(executor, code: str, asserts: str, entry_point: str | None = "f", l
         tests, rejected = parse_asserts(asserts, entry_point, allow_other_forms=True)
         assert not rejected, rejected
     # Expected sides written as expressions are computed first, in a job of their own, as
-    # every flow does (harness.expected): a program's job carries none.
+    # every flow does (harness.verdicts.expected): a program's job carries none.
     tests = settle_tests(executor, tests)
     job = ExecJob(job_id=f"case-{uuid.uuid4().hex[:8]}", code=NAME_PROCESS + code, tests=tests,
                   entry_point=entry_point, time_limits=[limit] * len(tests),
@@ -118,9 +118,9 @@ def hunt(files, dirs, answer):
 def checkout_source() -> str | None:
     """A source file of the project checkout codea1 runs from (None for an installed wheel,
     whose files lie in site-packages with every other library's)."""
-    import codea1.harness.judge
+    import codea1.harness.verdicts.judge
 
-    path = Path(codea1.harness.judge.__file__).resolve()
+    path = Path(codea1.harness.verdicts.judge.__file__).resolve()
     return None if any(p.name in ("site-packages", "dist-packages") for p in path.parents) else str(path)
 
 

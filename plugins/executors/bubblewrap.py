@@ -7,7 +7,7 @@ read-only (``zygote_paths``: the interpreter and its libraries, the system's lib
 data, codea1's code folders; not the checkout, the data, the runs or the home directory),
 fresh /dev and /proc, a private tmpfs on /tmp (with those of its paths that lie in /tmp on
 top), no capabilities. Run by root, no user namespace: the zygote keeps only what it needs to
-switch its children to ``run_as`` (``confine.ZYGOTE_CAPABILITIES``), and they keep nothing.
+switch its children to ``run_as`` (``privileges.ZYGOTE_CAPABILITIES``), and they keep nothing.
 (Not --die-with-parent: its death signal is tied to the thread that
 started bwrap, and pools start zygotes from worker threads. A zygote exits when its stdin
 closes, which happens when the harness dies, and bwrap's pid namespace takes everything
@@ -22,8 +22,9 @@ from __future__ import annotations
 import os
 
 from codea1.harness.hookspecs import hookimpl
-from codea1.harness.sandbox.confine import ETC_READ, ZYGOTE_CAPABILITIES, switches_user
+from codea1.harness.sandbox.confine import ETC_READ
 from codea1.harness.sandbox.executor import ZygoteExecutor, find_binary, under, zygote_paths
+from codea1.harness.sandbox.privileges import ZYGOTE_CAPABILITIES, switches_user
 
 
 class BubblewrapExecutor(ZygoteExecutor):

@@ -9,7 +9,7 @@ or, where a needed path lies in it, whitelisted down to that path; /etc holds on
 of ``confine.ETC_READ``; private /dev and /tmp (the paths it needs in /tmp or /var/tmp, such
 as a virtual environment made there, whitelisted in them); all capabilities dropped (run by
 root: all but what the zygote needs to switch its children to ``run_as``,
-``confine.ZYGOTE_CAPABILITIES``; they keep none), no new privileges, and a cap on processes
+``privileges.ZYGOTE_CAPABILITIES``; they keep none), no new privileges, and a cap on processes
 (``nproc``).
 
 Options: those of ``subprocess`` plus ``nproc`` (RLIMIT_NPROC of the sandbox). Needs the
@@ -22,7 +22,7 @@ import os
 from dataclasses import dataclass
 
 from codea1.harness.hookspecs import hookimpl
-from codea1.harness.sandbox.confine import ETC_READ, ZYGOTE_CAPABILITIES, switches_user
+from codea1.harness.sandbox.confine import ETC_READ
 from codea1.harness.sandbox.executor import (
     SubprocessOptions,
     ZygoteExecutor,
@@ -30,6 +30,7 @@ from codea1.harness.sandbox.executor import (
     under,
     zygote_paths,
 )
+from codea1.harness.sandbox.privileges import ZYGOTE_CAPABILITIES, switches_user
 
 # Top-level directories seen whole: the system's own (/etc is cut down by --private-etc,
 # /dev and /tmp are private; firejail cannot whitelist in /proc and /sys, and fails to start

@@ -29,9 +29,9 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
-from codea1.harness.execution import Executor, ExecutorUnavailable, sandbox_failure
 from codea1.harness.hookspecs import hookimpl
 from codea1.harness.records import ExecJob, RawResult
+from codea1.harness.verdicts.execution import Executor, ExecutorUnavailable, sandbox_failure
 
 
 @dataclass

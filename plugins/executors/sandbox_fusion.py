@@ -2,9 +2,9 @@
 
 Each job (one program with all its tests, the paper's batching) becomes one ``/run_code``
 request made with the ``sandbox-fusion`` client. The code sent is a self-contained copy of
-the zygote (harness.sandbox: zygote, child, confine, protocol; plaindata, script_tests) and the job travels on stdin,
-so inside the service the program runs exactly as it does locally: in a forked child with
-rlimits, seccomp, Landlock and a private directory where the service's kernel allows them,
+the zygote (harness.sandbox: zygote, child and its parts, confine, protocol; harness.verdicts:
+plaindata, script_reports, script_tests) and the job travels on stdin, so inside the service
+the program runs exactly as it does locally: in a forked child with rlimits, seccomp, Landlock and a private directory where the service's kernel allows them,
 its stdout/stderr captured, its results leaving as plain data over a pipe it did not open.
 The reply on the service's stdout must frame exactly: the zygote's ready line, one reply
 header carrying this request's random nonce, then exactly ``result_bytes`` of records.
@@ -44,21 +44,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from codea1.harness.execution import (
+from codea1.harness.hookspecs import hookimpl
+from codea1.harness.records import ExecJob, RawResult
+from codea1.harness.verdicts.execution import (
     Executor,
     ExecutorUnavailable,
     PayloadEncoder,
     parse_records,
     sandbox_failure,
 )
-from codea1.harness.hookspecs import hookimpl
-from codea1.harness.records import ExecJob, RawResult
 
 ENDPOINT_ENV = "SANDBOX_FUSION_ENDPOINT"
 # Sent as the program, in this order (each after what it imports; the zygote last: it runs):
 # the service has no codea1 installed.
-BUNDLED_MODULES = ("codea1.harness.plaindata", "codea1.harness.script_tests", "codea1.harness.sandbox.protocol",
-                   "codea1.harness.sandbox.confine", "codea1.harness.sandbox.child", "codea1.harness.sandbox.zygote")
+BUNDLED_MODULES = ("codea1.harness.verdicts.plaindata", "codea1.harness.verdicts.script_reports",
+                   "codea1.harness.verdicts.script_tests", "codea1.harness.sandbox.protocol",
+                   "codea1.harness.sandbox.confine", "codea1.harness.sandbox.privileges",
+                   "codea1.harness.sandbox.timing", "codea1.harness.sandbox.ground", "codea1.harness.sandbox.settle",
+                   "codea1.harness.sandbox.observers", "codea1.harness.sandbox.warmup", "codea1.harness.sandbox.child",
+                   "codea1.harness.sandbox.zygote")
 
 
 @dataclass

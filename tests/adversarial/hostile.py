@@ -27,11 +27,11 @@ from pathlib import Path
 
 import pytest
 
-from codea1.harness.execution import batch_timeout, run_jobs, time_limits
-from codea1.harness.asserts import parse_assert
-from codea1.harness.judge import RECHECK, judge
 from codea1.harness.records import TIMEOUT, ExecJob, Problem, TestCase
-from codea1.harness.script_tests import split_test
+from codea1.harness.verdicts.asserts import parse_assert
+from codea1.harness.verdicts.execution import batch_timeout, run_jobs, time_limits
+from codea1.harness.verdicts.judge import RECHECK, judge
+from codea1.harness.verdicts.script_tests import split_test
 
 EXECUTOR_BINARIES = {"subprocess": None, "firejail": "firejail", "bubblewrap": "bwrap"}
 ROOT = Path(__file__).resolve().parents[2]
@@ -377,9 +377,11 @@ _sys.meta_path.insert(0, _Hook())
 
 PATCH_CHILD_MODULE = r'''
 import sys as _sys
-_child = _sys.modules["codea1.harness.sandbox.child"]
-_child._run_pytest = lambda test, limit: {"s": "passed", "e": "", "d": {}, "t": 0.0}
-_child._run_unittest = lambda test, module, limit: {"s": "passed", "e": "", "d": {}, "t": 0.0}
+_observers = _sys.modules["codea1.harness.sandbox.observers"]
+_observers.run_pytest = lambda test, limit, settle, module: ({"s": "passed", "e": "", "d": {}, "t": 0.0}, None)
+_observers.run_unittest = lambda test, module, limit, settle: ({"s": "passed", "e": "", "d": {}, "t": 0.0}, None)
+_observers._run_reported = lambda test, module, limit, settle, b: ({"s": "passed", "e": "", "d": {}, "t": 0.0}, None)
+_sys.modules["codea1.harness.sandbox.child"].script_test = lambda *a: ({"s": "passed", "e": "", "d": {}, "t": 0.0}, None)
 '''
 
 BUILTINS_OWN_IMPORT = r'''
@@ -610,7 +612,7 @@ FAIL_LIKE = ("fail", "error")
 @dataclass
 class ProgramCase:
     name: str
-    attack: str  # the issue's class: a (result channel) ... f (anything else)
+    attack: str  # its class: a (result channel) ... f (anything else)
     problem: str  # key of PROBLEMS
     code: str
     expected: tuple[str, ...] = FAIL_LIKE
@@ -730,7 +732,7 @@ def program_cases(decoys: Decoys) -> list[ProgramCase]:
                     steal_program(SCALE_WRONG, "def scale(", "cmdline")),
         ProgramCase("bigcodebench-glob-benchmark-file", "d", bcb,
                     steal_program(BCB_WRONG, "def task_func(n_keys, n_values", "glob", ("BigCodeBench-*.jsonl.gz",))),
-        # its own /proc entries are readable (issue 34, 8): through them, still no data file
+        # its own /proc entries are readable: through them, still no data file
         ProgramCase("kodcode-proc-self-links-benchmark-file", "d", kod,
                     steal_program(GRAY_WRONG, gray, "self", known=(decoys.data_file, SHARED_DATA / KODCODE_FILE))),
         ProgramCase("bigcodebench-proc-self-links-benchmark-file", "d", bcb,

@@ -1,4 +1,4 @@
-"""Issue 33, item 3: in-process judging the program cannot steer. Script tests whose verdict is
+"""In-process judging the program cannot steer. Script tests whose verdict is
 decided by a runner inside the program's process (BigCodeBench unittest classes, KodCode
 pytest modules, judged "in-process") and the rewritten ones whose runner still says how each
 test function ended: a program that solves nothing and patches what the framework runs on
@@ -9,9 +9,8 @@ registry) must not pass; neither at load time nor when its entry function is fir
 the controls (the references) still pass.
 
 Each hostile program is an honest program that is right on part of the tests (small inputs)
-and wrong on the rest, plus the patch: without the patch it fails; against the harness before
-this issue most of them passed (the issue's report: 28 of 28 BigCodeBench tasks with the
-contextmanager patch).
+and wrong on the rest, plus the patch: without the patch it fails; against a harness without the
+ground check most of them passed (28 of 28 BigCodeBench tasks with the contextmanager patch).
 """
 
 from __future__ import annotations
@@ -24,7 +23,7 @@ from adversarial.hostile import GRAY_WRONG, PROBLEMS, ProgramCase, report, run_p
 
 from codea1.benchmarks.kodcode import golden_tests
 from codea1.harness.records import Problem, TestCase
-from codea1.harness.script_tests import split_test
+from codea1.harness.verdicts.script_tests import split_test
 
 # -- problems whose script tests stay judged in-process (expected sides computed at run time) --
 

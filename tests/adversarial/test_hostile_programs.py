@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from adversarial.hostile import PROBLEMS, call_problem, program_cases, report, run_program_cases
 
-from codea1.harness.reference import run_references
+from codea1.harness.verdicts.reference import run_references
 
 FAMILIES = {"kodcode-pytest": ("kodcode", "kodcode-hand"),
             "bigcodebench-unittest": ("bigcodebench", "bigcodebench-hand"),

@@ -20,10 +20,10 @@ from adversarial.hostile import (
     ult_file,
 )
 
-from codea1.harness.asserts import parse_assert
-from codea1.harness.execution import run_jobs
-from codea1.harness.judge import judge
 from codea1.harness.records import ExecJob, Problem
+from codea1.harness.verdicts.asserts import parse_assert
+from codea1.harness.verdicts.execution import run_jobs
+from codea1.harness.verdicts.judge import judge
 from codea1.trainers.method.validation import VALID, WRONG, validate_for_training
 
 

@@ -10,9 +10,9 @@ import json
 import pytest
 from adversarial.hostile import ADD_REFERENCE, EXECUTOR_BINARIES, call_problem, make_executor, report
 
-from codea1.harness.execution import run_jobs
-from codea1.harness.judge import judge
 from codea1.harness.records import ExecJob, Problem, TestCase
+from codea1.harness.verdicts.execution import run_jobs
+from codea1.harness.verdicts.judge import judge
 
 # Each writes on fd 3, the child's result channel, at load time or inside the first call.
 CHANNEL_ATTACKS = {

@@ -21,10 +21,10 @@ from adversarial.hostile import (
     report,
 )
 
-from codea1.harness.asserts import parse_assert
 from codea1.harness.generation import SamplingParams
 from codea1.harness.records import Problem
 from codea1.harness.training import PolicyBackend, PolicySample, TrainContext
+from codea1.harness.verdicts.asserts import parse_assert
 from codea1.trainers.code_a1 import CodeA1Options, CodeA1Trainer
 
 PROGRAMS = {

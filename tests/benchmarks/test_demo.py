@@ -6,7 +6,7 @@ import json
 from codea1.benchmarks.demo import SAMPLES_FILE
 from codea1.benchmarks.demo.problems import PROBLEMS, WRONG_SAMPLES
 from codea1.harness.flows.evaluate import EvaluateConfig, evaluate
-from codea1.harness.reference import run_references
+from codea1.harness.verdicts.reference import run_references
 
 
 def test_at_least_ten_problems_each_with_golden_asserts(plugins):

@@ -5,9 +5,9 @@ Real zygotes on the default executor (subprocess) and its second, seeded pool.""
 
 from __future__ import annotations
 
-from codea1.harness.execution import run_jobs
 from codea1.harness.records import ExecJob, Problem, TestCase
-from codea1.harness.validity import candidate_time_limits, check_suites
+from codea1.harness.verdicts.execution import run_jobs
+from codea1.harness.verdicts.validity import candidate_time_limits, check_suites
 from codea1.trainers.method.validation import NONDETERMINISTIC, VALID, validate_for_training
 
 REFERENCE = """import os, random, time

@@ -9,11 +9,11 @@ import uuid
 
 import pytest
 
-from codea1.harness.asserts import parse_assert
-from codea1.harness.execution import run_jobs
-from codea1.harness.judge import judge
 from codea1.harness.records import ExecJob, Problem
-from codea1.harness.validity import check_suites
+from codea1.harness.verdicts.asserts import parse_assert
+from codea1.harness.verdicts.execution import run_jobs
+from codea1.harness.verdicts.judge import judge
+from codea1.harness.verdicts.validity import check_suites
 from codea1.trainers.method.validation import UNPARSED, VALID, validate_for_training
 
 REFERENCE = "import os\n\ndef f(x):\n    return x + 1\n"

@@ -136,7 +136,7 @@ def test_a_name_taken_twice_is_an_error(tmp_path):
 def test_import_harness_stays_light():
     code = ("import sys, codea1.api, codea1.harness.cli, codea1.harness.plugin_manager, codea1.harness.flows.evaluate, "
             "codea1.harness.flows.evaluate_tests, codea1.harness.flows.generate, codea1.harness.flows.tts, "
-            "codea1.harness.parsing, codea1.harness.prompts\n"
+            "codea1.harness.verdicts.responses, codea1.harness.prompts\n"
             "codea1.harness.plugin_manager.load_plugins(autoload=False)  # every built-in plugin module, generators too\n"
             "heavy = [m for m in ('torch', 'vllm', 'ray', 'openrlhf', 'transformers', 'evalplus', 'numpy', 'openai',"
             " 'pandas', 'matplotlib', 'cosmic_ray', 'coverage', 'deepspeed', 'bigcodebench', 'tenacity')"

@@ -1,4 +1,4 @@
-"""Training runs (issue 34, point 5), through real `codea1` processes with the tiny local
+"""Training runs, through real `codea1` processes with the tiny local
 model: `--dry-run` checks every policy's model (a directory that is there, a hub name in the
 local cache); a hub name the hub cannot give fails at once, after one request; a resume that
 changes what the run is, or asks for fewer steps than are done, is refused naming every key;

@@ -70,7 +70,7 @@ def rows(out: Path) -> list[dict]:
 
 
 def numbers(row: dict, prefix: str = "") -> dict[str, float]:
-    """What the issue asks to be mirrored: every number of a row, nested names joined by "/"."""
+    """What is mirrored: every number of a row, nested names joined by "/"."""
     out = {}
     for key, value in row.items():
         if isinstance(value, dict):

@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Hashable, Mapping, Sequence
 
-from codea1.harness.parsing import extract_tests
 from codea1.harness.records import Problem
 from codea1.harness.training import PolicySample, Trainer
+from codea1.harness.verdicts.responses import extract_tests
 from codea1.trainers.method.layout import ProgramResult, SuiteLayout
 from codea1.trainers.method.log_columns import MISTAKE_BOOK_FILES
 from codea1.trainers.method.mistake_book import MistakeBook

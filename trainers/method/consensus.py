@@ -23,11 +23,11 @@ import json
 from collections import Counter
 from typing import Mapping, Sequence
 
-from codea1.harness import plaindata
-from codea1.harness.execution import run_jobs
-from codea1.harness.judge import Checker
 from codea1.harness.records import ExecJob, Problem, TestCase
-from codea1.harness.validity import SECOND_SEED, parse_suite
+from codea1.harness.verdicts import plaindata
+from codea1.harness.verdicts.execution import run_jobs
+from codea1.harness.verdicts.judge import Checker
+from codea1.harness.verdicts.validity import SECOND_SEED, parse_suite
 from codea1.trainers.method.validation import (
     DUPLICATE,
     ERROR,

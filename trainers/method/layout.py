@@ -15,8 +15,8 @@ import copy
 from dataclasses import dataclass
 from typing import Sequence
 
-from codea1.harness.asserts import AssertParseError, parse_assert
 from codea1.harness.records import TestCase
+from codea1.harness.verdicts.asserts import AssertParseError, parse_assert
 from codea1.trainers.method.rewards import SuiteResult
 from codea1.trainers.method.rollouts import CodeRun, limits_for
 from codea1.trainers.method.validation import VALID, ValidatedSuite

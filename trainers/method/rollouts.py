@@ -12,14 +12,13 @@ import json
 from dataclasses import dataclass
 from typing import Any, Hashable, Mapping, Sequence
 
-from codea1.harness.execution import DEFAULT_TIME_FACTOR, adopt_encoded_tests, encoded_test, run_jobs
-from codea1.harness.expected import settle_expected_sources
-from codea1.harness.judge import judge
-from codea1.harness.parsing import program_from_response
 from codea1.harness.prompts import question_messages
 from codea1.harness.records import ERROR, NOT_RUN, SANDBOX_ERROR, ExecJob, Problem, RawResult, TestCase
-from codea1.harness.reference import run_references
-
+from codea1.harness.verdicts.execution import DEFAULT_TIME_FACTOR, adopt_encoded_tests, encoded_test, run_jobs
+from codea1.harness.verdicts.expected import settle_expected_sources
+from codea1.harness.verdicts.judge import judge
+from codea1.harness.verdicts.reference import run_references
+from codea1.harness.verdicts.responses import program_from_response
 
 # The chat messages of a prompt (harness/prompts/paper.toml) for one question.
 prompt_messages = question_messages
@@ -261,7 +260,7 @@ class GoldenTests:
     def of(self, questions: Sequence[Problem]) -> dict[str, tuple[list[TestCase], list[float]]]:
         todo = [q for q in questions if q.task_id not in self.prepared]
         bench = self.context.run.bench
-        # Expected sides that are expressions: computed in jobs of their own (harness.expected).
+        # Expected sides that are expressions: computed in jobs of their own (harness.verdicts.expected).
         todo = settle_expected_sources(self.context.run.executor, todo, memory_mb=bench.memory_mb)
         refs = run_references(todo, self.context.run.executor, checks_tests=lambda p: not bench.reference_expected(p),
                               memory_mb=bench.memory_mb)

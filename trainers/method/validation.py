@@ -1,7 +1,7 @@
 """Validation of generated tests for training (the paper's Step 3): a test is valid when it
 parses, its call is unique within its suite, it runs on the reference and its answer is
 right; a wrong answer is corrected to the reference's and kept (still invalid); the rest is
-dropped. Checking against the reference is the core's (``harness.validity.check_suites``,
+dropped. Checking against the reference is the core's (``harness.verdicts.validity.check_suites``,
 shared with ``evaluate-tests``); what training adds is here.
 """
 
@@ -11,10 +11,10 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from codea1.harness.asserts import _calls
 from codea1.harness.records import Problem, TestCase
-from codea1.harness.syntax import parse_untrusted
-from codea1.harness.validity import check_suites, parse_suite
+from codea1.harness.verdicts.asserts import _calls
+from codea1.harness.verdicts.syntax import parse_untrusted
+from codea1.harness.verdicts.validity import check_suites, parse_suite
 
 # Statuses of a generated test, position by position: the test keeps its place in the suite.
 VALID, WRONG, ERROR, UNPARSED, DUPLICATE, MISSING = "valid", "wrong", "error", "unparsed", "duplicate", "missing"

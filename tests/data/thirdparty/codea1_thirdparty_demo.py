@@ -1,10 +1,10 @@
 """A third-party plugin as an outside package would ship it: one executor, one benchmark."""
 
 from codea1.api import ZygoteExecutor
-from codea1.harness.asserts import parse_asserts
 from codea1.harness.benchmark import Benchmark
 from codea1.harness.hookspecs import hookimpl
 from codea1.harness.records import Problem
+from codea1.harness.verdicts.asserts import parse_asserts
 
 
 class SingleWorkerExecutor(ZygoteExecutor):

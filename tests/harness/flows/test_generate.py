@@ -13,9 +13,9 @@ from conftest import ROOT
 from openai_server import OpenAIServer
 
 from codea1.benchmarks.demo.problems import PROBLEMS
-from codea1.harness.asserts import AssertParseError, parse_assert
 from codea1.harness.cli import main
 from codea1.harness.flows.generate import GenerateConfig, generate
+from codea1.harness.verdicts.asserts import AssertParseError, parse_assert
 
 pytest.importorskip("openai", reason="the openai client is not installed (pip install 'codea1[openai]')")
 TESTS_OF = {p["entry_point"]: p["tests"] for p in PROBLEMS}

@@ -63,7 +63,7 @@ def test_the_config_is_typed_once_and_config_json_keeps_its_shape(plugins, tmp_p
     assert repr(record["policies"]["code"]["temperature"]) == "1" and repr(record["trainer"]["alpha"]) == "1.0"
     assert repr(record["policies"]["code"]["lr"]) == "1.0"
     assert list(record["evaluation"]) == ["code"]  # no [[evaluation.tests]]: none recorded
-    # changed by issue 35: the torch backend's rollout options (and its samples), then its master_weights
+    # changed since: the torch backend's rollout options (and its samples), then its master_weights
     # (bfloat16 runs step float32 masters): older runs are refused
     assert record["identity"] == "44a50afd9cdb72a6", (
         "the run identity of this config changed: runs started before no longer resume (a trainer or backend "

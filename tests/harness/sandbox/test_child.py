@@ -100,10 +100,10 @@ def test_a_job_can_stop_at_its_first_timeout_without_failing_fast(executor):
     """fail_fast off, stop_on_timeout on (the trainers' mode): a failed test does not stop the
     job, a timeout does, and the tests after it count as not run (the trainers continue such
     a job themselves: trainers.method.rollouts.run_codes)."""
-    from codea1.harness.asserts import parse_asserts
-    from codea1.harness.execution import run_jobs
-    from codea1.harness.judge import judge
     from codea1.harness.records import ExecJob
+    from codea1.harness.verdicts.asserts import parse_asserts
+    from codea1.harness.verdicts.execution import run_jobs
+    from codea1.harness.verdicts.judge import judge
 
     code = "def f(x):\n    while x == 2:\n        pass\n    return x\n"
     tests, _ = parse_asserts("assert f(0) == 1\nassert f(1) == 1\nassert f(2) == 2\nassert f(3) == 3", "f")
@@ -128,10 +128,10 @@ def test_a_program_that_ends_its_process_early_has_its_later_tests_run_anyway(ex
     cancelled, exits, or fakes the end of the stream) must not turn tests 2 and 3, which it
     fails, into tests that did not run: they run in a fresh process. Only tampering ends
     the verdict at once, as a failure."""
-    from codea1.harness.asserts import parse_asserts
-    from codea1.harness.execution import run_jobs
-    from codea1.harness.judge import judge
     from codea1.harness.records import ExecJob
+    from codea1.harness.verdicts.asserts import parse_asserts
+    from codea1.harness.verdicts.execution import run_jobs
+    from codea1.harness.verdicts.judge import judge
 
     code = ("import os, signal, sys\ndef f(x):\n    if x == 0:\n        return 0\n    if x == 1:\n        "
             + ending + "\n    return -1\n")
@@ -200,25 +200,3 @@ def test_large_outputs_are_judged_on_digests_and_rechecked_on_values(plugins, tm
                                                min_time_limit=30.0, gt_time_limit_factor=20.0))  # a busy machine
     assert results["tasks"]["HumanEval/130"]["statuses"] == ["pass", "pass", "fail"]
     assert results["timing"]["rechecked_samples"] == 2  # the canonical one needed none
-
-
-def test_a_spent_alarm_is_ignored_and_a_live_one_ends_the_call():
-    """A test's timer is left running after its call returns (one system call a test less);
-    should it fire between tests, nothing happens; inside a timed call it is a timeout."""
-    import signal
-    import time
-
-    from codea1.harness.sandbox import child
-
-    previous = signal.signal(signal.SIGALRM, child._on_alarm)
-    try:
-        assert child._timed(60.0, lambda: 7)[0] == 7
-        signal.raise_signal(signal.SIGALRM)  # the first call's timer, firing between tests
-        with pytest.raises(child._TestTimeout):
-            child._timed(60.0, signal.raise_signal, signal.SIGALRM)
-        with pytest.raises(child._TestTimeout):
-            child._timed(0.05, time.sleep, 60)
-        assert child._timed(60.0, lambda: 8)[0] == 8  # the next call re-arms its own timer
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)

@@ -1,5 +1,5 @@
-"""The ground in-process script tests stand on (harness.sandbox.child, issue 33 item 3): what
-``_settle`` puts back and holds against a program, what it leaves to the program and the
+"""The ground in-process script tests stand on (harness.sandbox.ground and settle): what
+``settle`` puts back and holds against a program, what it leaves to the program and the
 tests, and what the audit hook refuses. Each check runs in a fresh interpreter (the audit hook
 stays for the life of its process); the end-to-end cases, hostile programs against the real
 executors, are in tests/adversarial/test_framework_tampering.py."""
@@ -11,14 +11,14 @@ import subprocess
 import sys
 import textwrap
 
-from codea1.harness.script_tests import script_names
+from codea1.harness.verdicts.script_tests import script_names
 
 PREAMBLE = """
 import json, sys
-from codea1.harness.sandbox import child
+from codea1.harness.sandbox import child, ground, settle as settling
 child.prepare(("unittest",))
 def settle():
-    changed, stuck, threads = child._settle(None)
+    changed, stuck, threads = settling.settle(None)
     return {"changed": sorted(changed), "stuck": sorted(stuck), "threads": threads}
 out = {}
 """
@@ -33,7 +33,7 @@ def run_fresh(body: str) -> dict:
 
 def run_prepared(body: str):
     """What ``body`` prints (JSON), run in a fresh interpreter after ``child.prepare()``."""
-    code = "import json\nfrom codea1.harness.sandbox import child\nchild.prepare()\n" + textwrap.dedent(body)
+    code = "import json\nfrom codea1.harness.sandbox import child, ground\nchild.prepare()\n" + textwrap.dedent(body)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -111,10 +111,10 @@ def test_the_audit_hook_keeps_code_and_refuses_tracing_once_armed_for_scripts():
         out["code"] = refused(swap)
         out["own_code"] = not refused(lambda: setattr(own, "__code__", (lambda: 1).__code__))
         out["trace_before"] = not refused(lambda: (sys.settrace(lambda *a: None), sys.settrace(None)))
-        next(child._ARMING)                  # every child, before its program
+        next(ground.ARMING)                  # every child, before its program
         out["trace_armed"] = not refused(lambda: (sys.settrace(lambda *a: None), sys.settrace(None)))
         out["gc_armed"] = not refused(gc.get_objects)
-        next(child._SCRIPTS)                 # a child whose job has script tests
+        next(ground.SCRIPTS)                 # a child whose job has script tests
         out["trace_scripts"] = refused(lambda: sys.settrace(lambda *a: None))
         out["profile_scripts"] = refused(lambda: sys.setprofile(lambda *a: None))
         out["gc_scripts"] = refused(gc.get_objects)
@@ -159,7 +159,7 @@ def test_a_change_fails_a_test_only_on_the_frameworks_ground():
     ground, why = run_prepared("""
         after = (("contextlib.contextmanager", "mimetypes.common_types", "six._MovedItems.range"), (), "")
         print(json.dumps([sorted(m for m in ("contextlib", "functools", "traceback", "mimetypes")
-                                 if m in child._FRAMEWORK_GROUND), child._tampering(after)]))
+                                 if m in ground.FRAMEWORK_GROUND), ground.tampering(after)]))
     """)
     assert ground == ["contextlib", "functools", "traceback"]
     assert why == "the program changed contextlib.contextmanager during the test"
@@ -174,8 +174,8 @@ def test_what_libraries_a_test_uses_change_on_the_ground_but_decides_no_verdict_
         benign = ("inspect.isgenerator", "builtins.__pybind11_internals_v4__", "linecache.open",
                   "tokenize._builtin_open", "tempfile.NamedTemporaryFile")
         hostile = ("builtins.__import__", "builtins.__getattr__", "builtins.isinstance", "inspect.signature")
-        print(json.dumps([child._tampering((benign, (), "")),
-                          [child._tampering(((label,) + benign, (), "")) for label in hostile]]))
+        print(json.dumps([ground.tampering((benign, (), "")),
+                          [ground.tampering(((label,) + benign, (), "")) for label in hostile]]))
     """)
     assert benign == ""
     assert hostile == [f"the program changed {label} during the test" for label in

@@ -1,4 +1,4 @@
-"""Children without privilege (issue 33, item 4): where the harness runs as root, a child
+"""Children without privilege: where the harness runs as root, a child
 runs as another user (``run_as``), with no capability, an empty bounding set and
 no_new_privs; it cannot chmod, chown, utime or setxattr a file outside its job, nor connect
 to a pathname UNIX socket (seccomp refuses socket(AF_UNIX); without seccomp its user may not

@@ -12,11 +12,11 @@ import textwrap
 
 import pytest
 
-from codea1.harness.execution import run_jobs
-from codea1.harness.judge import judge
 from codea1.harness.records import ExecJob, TestCase
 from codea1.harness.sandbox import protocol
 from codea1.harness.sandbox.executor import ZygoteExecutor
+from codea1.harness.verdicts.execution import run_jobs
+from codea1.harness.verdicts.judge import judge
 
 # A zygote that answers every job with the right records for add(1, 2) == 3, or, by its mode,
 # wrongly. Each start appends a line to the counter file.
@@ -169,7 +169,7 @@ def test_records_parse_whatever_the_recursion_limit_within_the_bounds():
 def test_a_record_may_not_hold_a_decimal_integer_too_long_to_convert_in_linear_time():
     """The parent lets ints of any size through for its data; in a record (the child writes
     large ones in hex) more than MAX_INT_DIGITS digits are refused, nested or not."""
-    import codea1.harness.plaindata  # noqa: F401 - it lifts the interpreter's own limit
+    import codea1.harness.verdicts.plaindata  # noqa: F401 - it lifts the interpreter's own limit
 
     assert protocol.loads_record("[" + "9" * protocol.MAX_INT_DIGITS + "]") == [int("9" * protocol.MAX_INT_DIGITS)]
     assert protocol.loads_record('["' + "9" * 100000 + '"]') == ["9" * 100000]  # digits in a string are text

@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 from conftest import codea1_command
 
-from codea1.harness.asserts import parse_asserts
-from codea1.harness.judge import judge
 from codea1.harness.records import FAIL, PASS, ExecJob
+from codea1.harness.verdicts.asserts import parse_asserts
+from codea1.harness.verdicts.judge import judge
 
 ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'codea1[ray]')")
 pytestmark = pytest.mark.xdist_group("ray")
@@ -76,7 +76,7 @@ def test_a_batch_whose_workers_keep_dying_ends_as_sandbox_errors(plugins):
 
 
 def test_an_unplaceable_executor_fails_clearly(plugins):
-    from codea1.harness.execution import ExecutorUnavailable
+    from codea1.harness.verdicts.execution import ExecutorUnavailable
 
     ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)  # a cluster too small for the actor
     try:

@@ -11,8 +11,8 @@ import pytest
 from codea1_testkit import run_code
 from sandbox_fusion_server import SandboxFusionServer
 
-from codea1.harness.execution import ExecutorUnavailable
 from codea1.harness.records import FAIL, PASS, SANDBOX_ERROR
+from codea1.harness.verdicts.execution import ExecutorUnavailable
 
 pytest.importorskip("sandbox_fusion", reason="the sandbox-fusion client is not installed")
 GOOD = "def f(x):\n    return x + 1\n"
@@ -61,9 +61,9 @@ def test_a_program_that_stays_unanswered_gets_a_sandbox_error(plugins, server):
 
 
 def test_concurrency_is_bounded(plugins, server):
-    from codea1.harness.asserts import parse_asserts
-    from codea1.harness.execution import run_jobs
     from codea1.harness.records import ExecJob
+    from codea1.harness.verdicts.asserts import parse_asserts
+    from codea1.harness.verdicts.execution import run_jobs
 
     """Six jobs, concurrency 3: the server holds each request until three are in flight
     together (a barrier), so exactly three at a time is what it must see; no clock involved."""
@@ -142,8 +142,8 @@ def test_against_a_real_sandbox_fusion_service(plugins):
 def test_a_job_runs_under_the_hash_seed_it_asks_for(plugins, server):
     """The driver runs itself again under the job's PYTHONHASHSEED (validity's second run
     needs another seed than the service's process has): seed 0 twice alike, seed 1 not."""
-    from codea1.harness.execution import run_jobs
     from codea1.harness.records import ExecJob, TestCase
+    from codea1.harness.verdicts.execution import run_jobs
 
     code = "def g():\n    return hash('codea1')\n"
     jobs = [ExecJob(job_id=name, code=code, tests=[TestCase(id="t", call="g()")], entry_point="g", time_limits=[5.0],

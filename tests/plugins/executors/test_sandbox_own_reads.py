@@ -1,4 +1,4 @@
-"""What a sandboxed program may read of its own and its installation's (issue 34, 8), on every
+"""What a sandboxed program may read of its own and its installation's, on every
 zygote executor (subprocess, firejail, bubblewrap) under Landlock: its own /proc entries
 (threadpoolctl lists the loaded libraries from /proc/self/maps; psutil reads status, stat,
 statm), the machine's counters (/proc/stat: psutil.cpu_percent; /proc/loadavg) and the data
@@ -38,8 +38,8 @@ pytestmark = pytest.mark.skipif(not confine.probe_landlock(),
 # what the executor says of /proc.
 DRIVER = """
 import json, sys
-from codea1.harness.asserts import parse_asserts
-from codea1.harness.execution import run_jobs
+from codea1.harness.verdicts.asserts import parse_asserts
+from codea1.harness.verdicts.execution import run_jobs
 from codea1.harness.plugin_manager import load_plugins
 from codea1.harness.records import ExecJob
 

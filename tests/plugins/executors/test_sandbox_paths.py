@@ -1,4 +1,4 @@
-"""Zygotes start wherever the interpreter and codea1 live (issue 33): a virtual environment or
+"""Zygotes start wherever the interpreter and codea1 live: a virtual environment or
 a checkout made in /tmp or /var/tmp (as CI jobs and first tries do) is shown to firejail's and
 bubblewrap's zygotes on top of their private /tmp, while the rest of /tmp stays hidden; a
 wrapper that cannot start a zygote ends the run with one line, not a traceback."""
@@ -27,10 +27,10 @@ WRAPPERS = [("firejail", "firejail"), ("bubblewrap", "bwrap")]
 # verdicts and where that interpreter imported codea1's harness from.
 DRIVER = """
 import json, sys
-from codea1.harness.asserts import parse_asserts
-from codea1.harness.execution import run_jobs
-from codea1.harness.expected import settle_tests
-from codea1.harness.judge import judge
+from codea1.harness.verdicts.asserts import parse_asserts
+from codea1.harness.verdicts.execution import run_jobs
+from codea1.harness.verdicts.expected import settle_tests
+from codea1.harness.verdicts.judge import judge
 from codea1.harness.plugin_manager import load_plugins
 from codea1.harness.records import ExecJob
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from codea1_testkit import run_code
 
-from codea1.harness.execution import ExecutorUnavailable
 from codea1.harness.records import FAIL, PASS
+from codea1.harness.verdicts.execution import ExecutorUnavailable
 
 WRAPPERS = [("firejail", "firejail"), ("bubblewrap", "bwrap")]
 
@@ -71,7 +71,7 @@ def test_validity_finds_a_hash_order_test_nondeterministic(plugins, name, binary
     if shutil.which(binary) is None:
         pytest.skip(f"{binary} is not installed (apt-get install {name})")
     from codea1.harness.records import Problem
-    from codea1.harness.validity import check_suites
+    from codea1.harness.verdicts.validity import check_suites
 
     problem = Problem(task_id="h", prompt="", entry_point="f",
                       reference="def f():\n    return list({'alpha', 'beta', 'gamma', 'delta', 'epsilon'})\n")

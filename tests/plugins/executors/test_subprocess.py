@@ -84,9 +84,9 @@ def test_a_program_sees_the_safe_environment_and_its_own_file(executor):
 
 
 def test_many_jobs_use_all_workers(executor):
-    from codea1.harness.asserts import parse_asserts
-    from codea1.harness.execution import run_jobs
     from codea1.harness.records import ExecJob
+    from codea1.harness.verdicts.asserts import parse_asserts
+    from codea1.harness.verdicts.execution import run_jobs
 
     tests, _ = parse_asserts("assert f(0) == 0", "f")
     # Each program answers with its zygote's pid (its parent): which workers ran the jobs.
@@ -101,10 +101,10 @@ def test_many_jobs_use_all_workers(executor):
 def test_early_stop_cancels_a_program_once_its_verdict_is_settled(executor):
     """A wrong but slow program: the harness sees test 0 fail and stops the job instead of
     running the other 9 tests for 0.4 s each."""
-    from codea1.harness.asserts import parse_asserts
-    from codea1.harness.execution import run_jobs
-    from codea1.harness.judge import judge
     from codea1.harness.records import ExecJob
+    from codea1.harness.verdicts.asserts import parse_asserts
+    from codea1.harness.verdicts.execution import run_jobs
+    from codea1.harness.verdicts.judge import judge
 
     tests, _ = parse_asserts("\n".join(f"assert f({i}) == {i}" for i in range(10)), "f")
     job = ExecJob(job_id="slow", code="import time\ndef f(x):\n    time.sleep(0.4)\n    return -1\n", tests=tests,
@@ -197,10 +197,10 @@ def test_a_record_cut_by_the_cancel_is_not_taken_for_tampering(executor):
     """Test 0 fails; test 1 returns 8 MB, written through the pipe while the harness cancels
     the job: the kill cuts that record short. The verdict names test 0's failure (it read
     "result channel tampered with" when the cut line was parsed as a record)."""
-    from codea1.harness.asserts import parse_asserts
-    from codea1.harness.execution import run_jobs
-    from codea1.harness.judge import judge
     from codea1.harness.records import ExecJob
+    from codea1.harness.verdicts.asserts import parse_asserts
+    from codea1.harness.verdicts.execution import run_jobs
+    from codea1.harness.verdicts.judge import judge
 
     tests, _ = parse_asserts("assert f(0) == 0\n" + "\n".join(f"assert f({i}) == ''" for i in range(1, 6)), "f")
     code = "def f(x):\n    return 'ab' * 4_000_000 if x else 'wrong'\n"
@@ -223,10 +223,10 @@ def test_a_zygote_holds_the_tests_of_its_latest_problem_and_asks_for_others(monk
     problem's (every fork copies the page tables of what it holds), so the pool gives a
     zygote one problem's jobs in a row. A zygote asked about tests it does not hold answers
     "need_tests", and the job still runs against its own tests."""
-    from codea1.harness.execution import PayloadEncoder, run_jobs
     from codea1.harness.records import ExecJob, TestCase
     from codea1.harness.sandbox import pool
     from codea1.harness.sandbox.executor import ZygoteExecutor
+    from codea1.harness.verdicts.execution import PayloadEncoder, run_jobs
 
     sent, asked_again = [], []
     send = pool._Zygote._send
@@ -272,10 +272,10 @@ def test_tests_travel_as_marshal_bytes_where_a_blob_holds_them(tmp_path, monkeyp
     missing file sends the JSON."""
     import math
 
-    from codea1.harness import execution
     from codea1.harness.records import ExecJob, TestCase
     from codea1.harness.sandbox import pool
     from codea1.harness.sandbox.executor import ZygoteExecutor
+    from codea1.harness.verdicts import execution
 
     sent = []
     send = pool._Zygote._send
@@ -323,10 +323,10 @@ def test_streamed_records_are_relayed_in_batches_and_the_end_is_seen_at_once():
     wakes the zygote and the harness: per record, that was a tenth of a run's CPU), yet
     every record arrives, and a job's end is seen when the child exits (its pidfd), not
     at the next relay."""
-    from codea1.harness.execution import PayloadEncoder, parse_records
     from codea1.harness.records import ExecJob, TestCase
     from codea1.harness.sandbox.executor import ZygoteExecutor
     from codea1.harness.sandbox.zygote import RELAY_INTERVAL
+    from codea1.harness.verdicts.execution import PayloadEncoder, parse_records
 
     n = 3000
     tests = [TestCase(id=f"t{i}", args=[i], has_expected=False) for i in range(n)]

@@ -3,8 +3,8 @@ suites (the first with a corrected test), two Mistake Book tests, one golden tes
 
 from __future__ import annotations
 
-from codea1.harness.asserts import parse_assert
 from codea1.harness.records import Problem
+from codea1.harness.verdicts.asserts import parse_assert
 from codea1.trainers.method.layout import BOOK_TIME_LIMIT, SuiteLayout, book_tests
 from codea1.trainers.method.mistake_book import MistakeBook
 from codea1.trainers.method.rewards import candidate_rewards

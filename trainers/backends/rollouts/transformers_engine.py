@@ -21,7 +21,7 @@ be most of a prefill's work for nothing. Two decode paths, chosen by the backend
   to 1024, plus max_tokens) and a batch has a power-of-two size (the last one filled with
   copies, dropped; the size chosen from free memory only ever shrinks), so the step compiles
   for a few shapes, not one per call; the first call of each shape compiles (25-35 s for
-  the 1.5B shape on an H200 with 16 cores). On one H100 (issue 35, 1.5B shape, max_tokens
+  the 1.5B shape on an H200 with 16 cores). On one H100 (1.5B shape, max_tokens
   256, the log-prob pass included) the eager path was CPU-bound: the GPU 25 % busy, 1,620
   tokens/s over a Code-A1 step's two generations; compiled, on an H200, 13,140 tokens/s.
 
@@ -29,7 +29,7 @@ Grouped-query attention (Qwen2.5's 12 query heads on 2 key/value heads) decodes 
 expanding the cache: transformers up to 5.1x repeats every key/value head over its group for
 the whole cache at every decode step once a padding mask is present (a batch of prompts of
 different lengths), six times the cache's bytes written and read again per layer and step,
-the cost that grew with the batch on the GPU (issue 35: 47 ms a step at 64 sequences, 190 ms
+the cost that grew with the batch on the GPU (47 ms a step at 64 sequences, 190 ms
 at 256; compiled, 2,030 tokens/s expanded, 5,950 packed). The engine gives the model an
 attention function of its own, ``packed_gqa_sdpa``:
 one query token per sequence is laid out as a group's rows against its key/value head (what

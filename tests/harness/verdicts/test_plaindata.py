@@ -3,8 +3,8 @@ import math
 
 import pytest
 
-from codea1.harness import plaindata
-from codea1.harness.plaindata import Opaque, PlainDataError
+from codea1.harness.verdicts import plaindata
+from codea1.harness.verdicts.plaindata import Opaque, PlainDataError
 
 
 @pytest.mark.parametrize("value", [

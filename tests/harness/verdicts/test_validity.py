@@ -6,7 +6,7 @@ tests/trainers/method/test_validation.py."""
 from __future__ import annotations
 
 from codea1.harness.records import Problem
-from codea1.harness.validity import check_suites
+from codea1.harness.verdicts.validity import check_suites
 
 REFERENCE = "def squares(n):\n    for i in range(n):\n        yield i * i\n"
 PROBLEM = Problem(task_id="gen/0", prompt="", entry_point="squares", reference=REFERENCE)

@@ -1,7 +1,7 @@
 """The batch execution API shared by evaluation and training.
 
 An executor plugin turns ``ExecJob``s into ``RawResult``s and nothing more: it never judges.
-Judging (``harness.judge``) happens here in the trusted process, on plain data, so a new
+Judging (``harness.verdicts.judge``) happens here in the trusted process, on plain data, so a new
 executor only has to move jobs and records faithfully.
 
 Executors that run the zygote protocol (harness.sandbox) get the payload encoding and the
@@ -21,10 +21,10 @@ import threading
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
-from codea1.harness import plaindata, script_tests
 from codea1.harness.errors import Codea1Error
 from codea1.harness.records import NOT_RUN, ExecJob, RawOutcome, RawResult, TestCase
 from codea1.harness.sandbox.protocol import loads_record, scan_record
+from codea1.harness.verdicts import plaindata, script_reports
 
 DEFAULT_MIN_TIME_LIMIT = 1.0  # evalplus' defaults
 DEFAULT_TIME_FACTOR = 4.0
@@ -95,10 +95,10 @@ class Executor:
 def _test_tree(test: TestCase) -> dict:
     """A test as the sandbox receives it: what to run, never what to expect (expected values
     stay in the parent). A test whose expected side is still an expression is refused: it
-    is computed beforehand, in a job of its own (``harness.expected``)."""
+    is computed beforehand, in a job of its own (``harness.verdicts.expected``)."""
     if test.expected_source:
         raise ValueError(f"test {test.id}: its expected side {test.expected_source[:80]!r} was not computed "
-                         f"before the job was built (harness.expected.settle_expected_sources): "
+                         f"before the job was built (harness.verdicts.expected.settle_expected_sources): "
                          f"no expression of an expected value is sent to a program's process")
     tree = {"kind": test.kind}
     if test.kind == "call":
@@ -116,7 +116,7 @@ def _test_tree(test: TestCase) -> dict:
         tree["script"] = test.script
         tree["framework"] = test.framework
         if test.judged == "parent":
-            tree["report"] = True  # a rewritten script (harness.script_tests): it reports values
+            tree["report"] = True  # a rewritten script (harness.verdicts.script_tests): it reports values
     return tree
 
 
@@ -215,7 +215,7 @@ class RecordParser:
     Records must arrive as the child writes them: one load record, then test records in
     strictly increasing order, then done, one a line. A duplicate, a gap, a blank line, an
     unknown record (the former expected-value records ``{"x": ...}`` included: no child
-    computes expected values, ``harness.expected`` does it beforehand) or anything after
+    computes expected values, ``harness.verdicts.expected`` does it beforehand) or anything after
     done means the program wrote into the channel: the result's ``exit`` then starts with
     "protocol:" and the judge fails the sample; nothing after the violation is read.
 
@@ -340,7 +340,7 @@ class RecordParser:
                                          else None, digest=digest)
                 elif status == "reports" and job.tests[self.next_index].kind == "script" \
                         and job.tests[self.next_index].judged == "parent":
-                    outcome = RawOutcome("reports", value=script_tests.parse_reports(rec, job.tests[self.next_index].expected))
+                    outcome = RawOutcome("reports", value=script_reports.parse_reports(rec, job.tests[self.next_index].expected))
                 elif status in ("exception", "timeout") or (status in ("passed", "failed") and
                                                              job.tests[self.next_index].judged == "in-process"):
                     # passed/failed is the child's own word: taken only for a test whose verdict

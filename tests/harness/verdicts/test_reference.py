@@ -8,10 +8,10 @@ import json
 import marshal
 import sys
 
-from codea1.harness.plaindata import Opaque
 from codea1.harness.records import Problem
 from codea1.harness.records import TestCase as Case  # not "Test...": pytest would collect it
-from codea1.harness.reference import problem_key
+from codea1.harness.verdicts.plaindata import Opaque
+from codea1.harness.verdicts.reference import problem_key
 
 
 def problem(*args, expected=None, **changes) -> Problem:
@@ -56,8 +56,8 @@ def test_problem_key_is_a_function_of_the_values_alone():
 def test_a_warm_run_reads_the_tests_encoding_saved_beside_the_results(executor, tmp_path, monkeypatch):
     """The first run encodes the tests for the sandbox and saves the encoding beside the
     reference's results; a run that finds both encodes nothing and sends the same text."""
-    from codea1.harness import execution
-    from codea1.harness.reference import run_references
+    from codea1.harness.verdicts import execution
+    from codea1.harness.verdicts.reference import run_references
 
     monkeypatch.setenv("CODEA1_CACHE_DIR", str(tmp_path))
     p = problem(1, [2, 3], "a")
@@ -78,9 +78,9 @@ def test_a_warm_run_reads_the_tests_encoding_saved_beside_the_results(executor, 
 def test_the_tests_are_saved_as_the_zygote_holds_them_and_made_for_older_caches(executor, tmp_path, monkeypatch):
     """Beside the tests' JSON, a blob file holds them as the zygote decodes them; a warm run
     hands its path on (tests_blob), and a cache from before the blobs gets one."""
-    from codea1.harness import execution, reference
-    from codea1.harness.reference import run_references
     from codea1.harness.sandbox.child import decode_tests
+    from codea1.harness.verdicts import execution, reference
+    from codea1.harness.verdicts.reference import run_references
 
     monkeypatch.setenv("CODEA1_CACHE_DIR", str(tmp_path))
     p = problem(1, (2, 3), "a")
@@ -110,7 +110,7 @@ def test_the_tests_are_saved_as_the_zygote_holds_them_and_made_for_older_caches(
 def test_a_torn_or_foreign_cache_file_is_recomputed(executor, tmp_path, monkeypatch):
     """The cache is read with marshal: a file cut short, garbage, or marshal data of another
     shape is not trusted; the reference runs again and the file is written anew."""
-    from codea1.harness.reference import ReferenceRun, run_references
+    from codea1.harness.verdicts.reference import ReferenceRun, run_references
 
     monkeypatch.setenv("CODEA1_CACHE_DIR", str(tmp_path))
     values = {0: 1, 1: (2, 3), 2: {"a": {4}}, 3: float("inf")}
@@ -133,7 +133,7 @@ def test_the_cache_key_changes_when_what_the_sandbox_can_import_changes(tmp_path
     import sys
 
     script = ("from codea1.harness.records import Problem, TestCase\n"
-              "from codea1.harness.reference import problem_key\n"
+              "from codea1.harness.verdicts.reference import problem_key\n"
               "print(problem_key(Problem(task_id='t', prompt='', entry_point='f', reference='import fakepkg\\n',"
               " tests=[TestCase(id='a', call='f(1)', expected=1)])))\n")
 

@@ -6,7 +6,6 @@ import reprlib
 import threading
 from typing import Any, Callable
 
-from codea1.harness import plaindata
 from codea1.harness.records import (
     ERROR,
     EXPECTED_SANDBOX_ERROR,
@@ -20,7 +19,9 @@ from codea1.harness.records import (
     TestVerdict,
     Verdict,
 )
-from codea1.harness.script_tests import judge_reports
+from codea1.harness.verdicts import plaindata
+from codea1.harness.verdicts.script_reports import judge_reports
+
 
 class _BoundedRepr(reprlib.Repr):
     """reprlib's, with large ints summarised at any depth: their decimal repr costs the square
@@ -164,7 +165,7 @@ def judge(task_id: str, sample_index: int, job: ExecJob, raw: RawResult,
     the caller reruns the job with ``large_output="value"``.
 
     A test whose expected side could not be computed (``TestCase.expected_error``, left by
-    ``harness.expected``) fails once its call ran: "the expected value could not be
+    ``harness.verdicts.expected``) fails once its call ran: "the expected value could not be
     computed: ..."; where the executor, not the expression, failed, the verdict is a
     sandbox error."""
     checker = checker or Checker()
@@ -200,7 +201,7 @@ def judge(task_id: str, sample_index: int, job: ExecJob, raw: RawResult,
             if expected_override is not None:
                 ok, message = checker.check(test, outcome.value, expected_override(i))
                 status = "pass" if ok else "fail"
-            elif test.expected_error is not None:  # its expected side raised or timed out (harness.expected)
+            elif test.expected_error is not None:  # its expected side raised or timed out (harness.verdicts.expected)
                 if test.expected_error.startswith(EXPECTED_SANDBOX_ERROR):  # the executor's failure: no verdict
                     verdict.status = SANDBOX_ERROR
                     verdict.message = (f"the expected value of test {test.id} could not be computed: "

@@ -22,11 +22,11 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from codea1.harness.asserts import AssertParseError, parse_assert
-from codea1.harness.execution import DEFAULT_MIN_TIME_LIMIT, DEFAULT_TIME_FACTOR, time_limits
-from codea1.harness.expected import settle_expected_sources
 from codea1.harness.records import Problem, TestCase
-from codea1.harness.reference import ReferenceRun, run_references
+from codea1.harness.verdicts.asserts import AssertParseError, parse_assert
+from codea1.harness.verdicts.execution import DEFAULT_MIN_TIME_LIMIT, DEFAULT_TIME_FACTOR, time_limits
+from codea1.harness.verdicts.expected import settle_expected_sources
+from codea1.harness.verdicts.reference import ReferenceRun, run_references
 
 SECOND_SEED = 1  # the hash seed and random seed of validity's second run (the first: 0, as every job)
 NONDETERMINISTIC_REASON = "nondeterministic"
@@ -108,7 +108,7 @@ def check_suites(executor, suites: Mapping[str, tuple[Problem, Sequence[str | Te
     be deterministic too).
 
     Expected sides that are expressions are computed first, once, in jobs of their own
-    (``harness.expected``): the checks' ``tests`` hold them as data (or with the error that
+    (``harness.verdicts.expected``): the checks' ``tests`` hold them as data (or with the error that
     fails them), and every later job (the mutants') is built from those."""
     checks: dict[str, SuiteCheck] = {}
     to_run: list[Problem] = []

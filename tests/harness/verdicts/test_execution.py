@@ -1,4 +1,4 @@
-"""The zygote protocol's record parser (harness.execution.RecordParser)."""
+"""The zygote protocol's record parser (harness.verdicts.execution.RecordParser)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from codea1.harness.execution import PayloadEncoder, RecordParser, parse_records
-from codea1.harness.judge import judge
 from codea1.harness.records import NOT_RUN, ExecJob, RawOutcome, TestCase
+from codea1.harness.verdicts.execution import PayloadEncoder, RecordParser, parse_records
+from codea1.harness.verdicts.judge import judge
 
 
 def make_job(n: int = 3) -> ExecJob:
@@ -69,7 +69,7 @@ def test_the_shared_not_run_outcome_is_read_only():
 
 @pytest.mark.parametrize("first", [b'{"x":0,"v":2}', b'{"x":0,"e":"boom"}'])
 def test_an_expected_value_record_from_a_child_is_tampering(first):
-    """No child computes expected values (harness.expected does, beforehand, in a job of its
+    """No child computes expected values (harness.verdicts.expected does, beforehand, in a job of its
     own): the former phase-1 record ``{"x": i, ...}`` is the program writing into the
     channel, before or after its load record, and fails the sample."""
     tests = [TestCase(id=f"t{i}", call="f()", expected=2) for i in range(2)]
@@ -85,7 +85,7 @@ def test_an_expected_value_record_from_a_child_is_tampering(first):
 
 def test_a_test_whose_expected_side_is_still_an_expression_is_never_encoded_for_a_child():
     """The guard of the rule: a job built from a test with ``expected_source`` (a flow that
-    forgot harness.expected.settle_expected_sources) is refused before anything is sent."""
+    forgot harness.verdicts.expected.settle_expected_sources) is refused before anything is sent."""
     tests = [TestCase(id="t0", call="f()", expected_source="sorted(set('cab'))")]
     job = ExecJob(job_id="j", code="", tests=tests, entry_point="f", time_limits=[1.0])
     with pytest.raises(ValueError, match="was not computed before the job was built"):
@@ -142,7 +142,7 @@ class LosingExecutor:
 
 
 def test_stream_jobs_hands_over_every_result_and_names_the_lost_ones():
-    from codea1.harness.execution import run_jobs, stream_jobs
+    from codea1.harness.verdicts.execution import run_jobs, stream_jobs
 
     jobs = [ExecJob(job_id=str(i), code="", tests=make_job(1).tests, entry_point="f", time_limits=[1.0]) for i in range(3)]
     seen = []
@@ -160,7 +160,7 @@ def test_only_an_in_process_test_may_be_reported_passed_or_failed(status):
     parent judges (a call test, or a script rewritten to report values) such a record is the
     program speaking for itself: tampering. For an in-process script test it is taken, and
     the verdict says where it was decided."""
-    from codea1.harness.judge import judge
+    from codea1.harness.verdicts.judge import judge
 
     script = TestCase(id="s", kind="script", script="def test_x():\n    assert True\n", framework="pytest")
     for test, taken in [(script, True), (TestCase(id="c", args=[1], expected=2), False),

@@ -1,8 +1,8 @@
-"""Script tests judged outside the program (harness.script_tests): which checks of a pytest
+"""Script tests judged outside the program (harness.verdicts.script_tests): which checks of a pytest
 module or a unittest class are rewritten into value reports, which scripts stay in-process
 and why; the parent's judgement (values, completeness); the protocol; and, end to end on the
-subprocess executor, programs that forge a script test's verdict in every way the issue
-lists: they fail, the correct program passes."""
+subprocess executor, programs that forge a script test's verdict in every way we know
+of: they fail, the correct program passes."""
 
 from __future__ import annotations
 
@@ -10,18 +10,11 @@ import json
 
 import pytest
 
-from codea1.harness.execution import parse_records, run_jobs
-from codea1.harness.judge import judge
 from codea1.harness.records import FAIL, PASS, ExecJob, TestCase
-from codea1.harness.script_tests import (
-    IMPORT_LINE,
-    Unknown,
-    judge_reports,
-    known_value,
-    rewrite_script,
-    rewrite_test,
-    split_test,
-)
+from codea1.harness.verdicts.execution import parse_records, run_jobs
+from codea1.harness.verdicts.judge import judge
+from codea1.harness.verdicts.script_reports import IMPORT_LINE, judge_reports
+from codea1.harness.verdicts.script_tests import Unknown, known_value, rewrite_script, rewrite_test, split_test
 
 KODCODE = '''import pytest
 from solution import add, div

@@ -1,5 +1,5 @@
 """Expected sides written as expressions (``TestCase.expected_source``) are computed before
-any program runs, in sandbox jobs of their own (``harness.expected``): no job of a program,
+any program runs, in sandbox jobs of their own (``harness.verdicts.expected``): no job of a program,
 the reference's included, carries them, so a program cannot read them from its process.
 Real zygotes, real flows."""
 
@@ -8,19 +8,19 @@ from __future__ import annotations
 import json
 from types import SimpleNamespace
 
-from codea1.harness.execution import Executor, PayloadEncoder, run_jobs, sandbox_failure
-from codea1.harness.expected import (
+from codea1.harness.flows.evaluate import EvaluateConfig, evaluate
+from codea1.harness.flows.evaluate_tests import EvaluateTestsConfig, evaluate_tests
+from codea1.harness.records import EXPECTED_SANDBOX_ERROR, ExecJob, Problem, TestCase
+from codea1.harness.verdicts.execution import Executor, PayloadEncoder, run_jobs, sandbox_failure
+from codea1.harness.verdicts.expected import (
     EXPECTED_TIME_LIMIT,
     expected_job,
     settle_expected_sources,
     settle_tests,
 )
-from codea1.harness.flows.evaluate import EvaluateConfig, evaluate
-from codea1.harness.flows.evaluate_tests import EvaluateTestsConfig, evaluate_tests
-from codea1.harness.judge import judge
-from codea1.harness.records import EXPECTED_SANDBOX_ERROR, ExecJob, Problem, TestCase
-from codea1.harness.reference import run_references
-from codea1.harness.validity import check_suites
+from codea1.harness.verdicts.judge import judge
+from codea1.harness.verdicts.reference import run_references
+from codea1.harness.verdicts.validity import check_suites
 from codea1.trainers.method.rollouts import GoldenTests
 
 # A ULT_Lite-form task (ULT's loader parses asserts outside the paper's form as before, so an

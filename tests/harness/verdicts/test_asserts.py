@@ -4,7 +4,7 @@ tests of benchmarks, and evaluate-tests' explicit option) keeps each operator.""
 
 import pytest
 
-from codea1.harness.asserts import AssertParseError, parse_assert, parse_asserts, parse_legacy_assert
+from codea1.harness.verdicts.asserts import AssertParseError, parse_assert, parse_asserts, parse_legacy_assert
 
 
 @pytest.mark.parametrize("src,args,kwargs,wrap,expected", [

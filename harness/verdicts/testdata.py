@@ -29,7 +29,7 @@ import operator
 import re
 from typing import Any, Callable
 
-from codea1.harness.syntax import parse_untrusted
+from codea1.harness.verdicts.syntax import parse_untrusted
 
 MAX_WORK = 300_000  # interpreted steps per expression (a node, an iteration, an element walked)
 MAX_MEMORY = 10_000_000  # units allocated per expression (an element, a character, 64 bits of an integer)

@@ -19,8 +19,8 @@ import ast
 import re
 from dataclasses import asdict, dataclass, field
 
-from codea1.harness.asserts import AssertParseError, parse_assert
-from codea1.harness.syntax import parse_untrusted, quiet_parsing
+from codea1.harness.verdicts.asserts import AssertParseError, parse_assert
+from codea1.harness.verdicts.syntax import parse_untrusted, quiet_parsing
 
 _FENCE = re.compile(r"^[ \t]*```[ \t]*([\w+-]*)[^\n]*\n(.*?)^[ \t]*```", re.S | re.M)
 _UNCLOSED = re.compile(r"^[ \t]*```[ \t]*([\w+-]*)[^\n]*\n(.*)\Z", re.S | re.M)

@@ -18,14 +18,20 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from codea1.harness import plaindata
-from codea1.harness.execution import (TESTS_FORMAT, Executor, adopt_encoded_tests, encoded_tests, stream_jobs,
-                                      tests_blob_bytes)
-from codea1.harness.judge import Checker, judge
 from codea1.harness.longlived import long_lived
 from codea1.harness.progress import stage_bar
 from codea1.harness.records import SANDBOX_ERROR, ExecJob, Problem, RawResult
 from codea1.harness.sandbox.protocol import dumps_tree, loads_record
+from codea1.harness.verdicts import plaindata
+from codea1.harness.verdicts.execution import (
+    TESTS_FORMAT,
+    Executor,
+    adopt_encoded_tests,
+    encoded_tests,
+    stream_jobs,
+    tests_blob_bytes,
+)
+from codea1.harness.verdicts.judge import Checker, judge
 
 CACHE_VERSION = "7"  # bump when what a reference run records changes (large outputs: 3, their digests: 5; the sandbox reads only its job, script checks report values: 6; arrays, and the test script's imports in the solution's namespace: 7)
 REFERENCE_TEST_LIMIT = 60.0  # seconds per test for the reference (evalplus gives it no limit)
@@ -176,7 +182,7 @@ def _summarise(problem: Problem, job: ExecJob, raw: RawResult, checks_tests: boo
         return ref
     if checks_tests:
         verdict = judge(problem.task_id, -1, job, raw, Checker())
-        if verdict.status == SANDBOX_ERROR:  # an expected value the executor failed to compute (harness.expected)
+        if verdict.status == SANDBOX_ERROR:  # an expected value the executor failed to compute (harness.verdicts.expected)
             ref.error = f"sandbox error: {verdict.message}"
             ref.failed = {i: ref.error for i in range(len(problem.tests))}
             return ref

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from codea1.harness.parsing import code_blocks, extract_code, extract_tests
+from codea1.harness.verdicts.responses import code_blocks, extract_code, extract_tests
 
 # -- code ------------------------------------------------------------------------------------
 FENCED_WITH_PROSE = '''Sure! Here is an efficient solution.

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from codea1.harness.testdata import MAX_INT_BITS, NotData, evaluate_text
+from codea1.harness.verdicts.testdata import MAX_INT_BITS, NotData, evaluate_text
 
 
 @pytest.mark.parametrize("text,value", [

@@ -6,7 +6,7 @@ The paper's form, the only one accepted by default (``parse_assert``)::
 
 becomes TestCase(kind="call", args=ARGS, kwargs=..., wrap=WRAP, op="==", expected=ANSWER).
 ``f`` is the function under test; ARGS, ANSWER and the arguments of the wrappers are
-evaluated here, in the trusted parent, by the restricted evaluator (``harness.testdata``):
+evaluated here, in the trusted parent, by the restricted evaluator (``harness.verdicts.testdata``):
 plain data only, so a generated test cannot read ``solution.py``, inspect the function, use
 the clock or randomness, sleep or import. WRAP is a chain of steps applied in the sandbox
 to the real object the function returned (``list(...)``, ``next(...)``, ``len(...)``,
@@ -31,7 +31,7 @@ what is outside the paper's form): ``assert CALL <op> EXPECTED`` for ==, !=, <, 
 ``assert CALL`` (op "truthy") and ``assert not CALL`` ("falsy"). EXPECTED is data (the
 restricted evaluator) or else an expression (``expected_source``), evaluated in a sandbox
 job of its own that loads only the problem's prelude, before any job of a program is built
-(``harness.expected``): the value, never the expression, is what a program's test is
+(``harness.verdicts.expected``): the value, never the expression, is what a program's test is
 judged against, in the parent, and no process that runs a program holds either.
 """
 
@@ -40,10 +40,10 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from codea1.harness import testdata
 from codea1.harness.records import TestCase
-from codea1.harness.syntax import parse_untrusted
-from codea1.harness.testdata import NotData
+from codea1.harness.verdicts import testdata
+from codea1.harness.verdicts.syntax import parse_untrusted
+from codea1.harness.verdicts.testdata import NotData
 
 _OPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
         ast.In: "in", ast.NotIn: "not in", ast.Is: "is", ast.IsNot: "is not"}

@@ -1,9 +1,9 @@
-"""Issue 35, item 4: parsing generated code puts no warning on the user's terminal.
+"""Parsing generated code puts no warning on the user's terminal.
 
 An invalid escape sequence in a non-raw string (``"\\d"``) makes Python's parser warn
 (``SyntaxWarning``; ``DeprecationWarning`` before 3.12), and a ``-W error`` filter makes it
 a ``SyntaxError``. Every parent-side parse of model output, samples, tests files and
-benchmark data goes through ``harness.syntax.parse_untrusted``: no warning, and the same
+benchmark data goes through ``harness.verdicts.syntax.parse_untrusted``: no warning, and the same
 tree and exceptions as ``ast.parse``."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import warnings
 import pytest
 from conftest import codea1_command
 
-from codea1.harness.syntax import parse_untrusted, quiet_parsing
+from codea1.harness.verdicts.syntax import parse_untrusted, quiet_parsing
 
 ESCAPES = 'import re\n\nPATTERN = "\\d+"\n'  # "\d": an invalid escape sequence in a non-raw string
 
@@ -79,13 +79,13 @@ TESTS = ['assert count_vowels("\\d") == 0', 'assert count_vowels("a\\d") == 1', 
 
 def call_sites():
     from codea1.benchmarks.kodcode import golden_tests
-    from codea1.harness import testdata
-    from codea1.harness.asserts import parse_assert, parse_asserts
     from codea1.harness.flows.tts import unique_tests
-    from codea1.harness.parsing import extract_code, extract_tests, with_prompt_imports
     from codea1.harness.prompts import signature_of
     from codea1.harness.records import TestCase
-    from codea1.harness.script_tests import rewrite_script, split_test
+    from codea1.harness.verdicts import testdata
+    from codea1.harness.verdicts.asserts import parse_assert, parse_asserts
+    from codea1.harness.verdicts.responses import extract_code, extract_tests, with_prompt_imports
+    from codea1.harness.verdicts.script_tests import rewrite_script, split_test
     from codea1.trainers.method.validation import call_key, call_source
 
     script = ('import unittest\n\nclass TestCases(unittest.TestCase):\n    def test_a(self):\n'

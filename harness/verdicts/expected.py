@@ -17,9 +17,9 @@ So no expected value, nor its source, enters a process that runs a program under
 garbage collector, the job it was sent) nor change how it is computed. Every flow settles
 its problems where it prepares them, before their reference runs: ``codea1 evaluate``
 (``flows.evaluate.reference_stage``; ``tts`` evaluates through it), test validation
-(``harness.validity.check_suites``: ``evaluate-tests``, golden or ``--allow-other-forms``,
+(``harness.verdicts.validity.check_suites``: ``evaluate-tests``, golden or ``--allow-other-forms``,
 and training's validation), the trainers' golden tests (``trainers.method.rollouts.GoldenTests``)
-and SFT's search for failing candidates. ``harness.execution`` refuses to encode a test
+and SFT's search for failing candidates. ``harness.verdicts.execution`` refuses to encode a test
 that still has an expression for the sandbox.
 
 Values are computed once, under hash seed 0 and random seed 0 (as every program job's
@@ -32,9 +32,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Sequence
 
-from codea1.harness.execution import stream_jobs
 from codea1.harness.progress import stage_bar
 from codea1.harness.records import EXPECTED_SANDBOX_ERROR, ExecJob, Problem, RawResult, TestCase
+from codea1.harness.verdicts.execution import stream_jobs
 
 EXPECTED_TIME_LIMIT = 60.0  # seconds per expression: the reference's per-test limit
 PRELUDE_FAILED = "prelude failed: "

@@ -3,7 +3,7 @@
 import pytest
 from codea1_testkit import run_code
 
-from codea1.harness.judge import compare
+from codea1.harness.verdicts.judge import compare
 
 
 @pytest.mark.parametrize("op,value,expected,ok", [
@@ -42,16 +42,16 @@ class CountingChecker:
 
 
 def judged(tests, outcomes, checker, expected):
-    from codea1.harness.judge import judge
     from codea1.harness.records import ExecJob, RawResult
+    from codea1.harness.verdicts.judge import judge
 
     job = ExecJob(job_id="j", code="", tests=tests, entry_point="f", time_limits=[1.0] * len(tests))
     return judge("t", 0, job, RawResult(job_id="j", outcomes=outcomes), checker, lambda i: expected[i])
 
 
 def test_the_judge_replays_the_checks_early_stop_made_and_makes_the_rest():
-    from codea1.harness.judge import ReplayChecker
     from codea1.harness.records import RawOutcome, TestCase
+    from codea1.harness.verdicts.judge import ReplayChecker
 
     tests = [TestCase(id=f"t{i}", args=[i], has_expected=False) for i in range(4)]
     outcomes = [RawOutcome("ok", value=v) for v in (1, 2, 3, 4)]
@@ -72,8 +72,8 @@ def test_a_replay_that_differs_starts_over_on_a_fresh_checker():
     """The log says early stop compared test 1 with 2.0 (which made the checker loose); the
     judge compares it with 2 instead. The replay ends there: a fresh checker goes through
     test 0 again and stays strict, so 3.4 == 3 fails as it must."""
-    from codea1.harness.judge import ReplayChecker
     from codea1.harness.records import RawOutcome, TestCase
+    from codea1.harness.verdicts.judge import ReplayChecker
 
     tests = [TestCase(id=f"t{i}", args=[i], has_expected=False) for i in range(3)]
     outcomes = [RawOutcome("ok", value=v) for v in (1, 2, 3.4)]
