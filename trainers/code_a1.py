@@ -32,7 +32,7 @@ the tests after it run in a fresh job (``method.rollouts.run_codes``), and those
 program's budget does not reach are not run, counted neither passed nor failed.
 
 Options: ``m``, ``n``, ``k``, ``alpha``, ``reward_variant``, ``nonprintable_penalty``,
-``topvar`` (0 = M // N), ``mistake_book``, ``book_top``, ``referable_code``,
+``topvar`` (0 = M // N), ``mistake_book``, ``book_top``, ``book_size``, ``book_history``, ``referable_code``,
 ``predicted_answer``, ``validation`` (reference|consensus), ``code_timeout``.
 """
 
@@ -88,6 +88,7 @@ class CodeA1Trainer(AdversarialTrainer):
     def __init__(self, options=None, *, context):
         super().__init__(options, context=context)
         self.golden = GoldenTests(context)
+        self.disputed = 0  # Mistake Book tests the consensus no longer backs, this step
 
     def step(self, step, questions):
         o, ctx = self.options, self.context
@@ -109,7 +110,8 @@ class CodeA1Trainer(AdversarialTrainer):
         with ctx.phase("execute", "execute_s"):  # 4. each program: its suites' kept tests, the book, the golden
             book = self.retrieve_book(questions)
             golden = self.golden.of(questions)
-            book_parsed = [book_tests(q, book[qi]) for qi, q in enumerate(questions)]  # once per question
+            book_parsed = [book_tests(q, book[qi], self.book.times.get(q.task_id))  # once per question
+                           for qi, q in enumerate(questions)]
             layouts = {(qi, mi): SuiteLayout([suites[qi, mi, ni] for ni in range(N)], book_parsed[qi],
                                              golden[questions[qi].task_id]) for qi, mi in pairs}
             results = self.run_programs({key: (questions[key[0]], programs[key], layouts[key]) for key in pairs})
@@ -128,6 +130,8 @@ class CodeA1Trainer(AdversarialTrainer):
                                 "tests": ([s for key in kept for s in tests[key]],
                                           [r for key in kept for r in rewards[key].tests], test_groups.advantages)})
         book_change = self.update_book(step, [(questions[qi], results[qi, mi]) for qi, mi in pairs])  # 8.
+        if o.validation == "consensus":
+            book_change["disputed"], self.disputed = self.disputed, 0
         return {"questions": [q.task_id for q in questions],
                 **reward_figures([rewards[key].code for key in pairs], [r for key in pairs for r in rewards[key].tests],
                                  [rewards[key] for key in pairs]),
@@ -148,10 +152,17 @@ class CodeA1Trainer(AdversarialTrainer):
 
     def check_suites(self, suites, programs):
         """Step 3 by the reference or, with ``validation = "consensus"``, by agreement among
-        the question's programs."""
+        the question's programs; the Mistake Book's tests are voted on again, and those the
+        vote no longer backs leave the book (counted as "disputed")."""
         if self.options.validation == "reference":
             return super().check_suites(suites, programs)
-        return validate_by_consensus(self.context.run.executor, suites, self.options.k, programs, self.context.run.bench)
+        questions = {int(key.split("/")[0]): problem for key, (problem, _) in suites.items()}
+        book = {qi: list(self.book.questions.get(q.task_id, {})) for qi, q in questions.items()}
+        validated, disputed = validate_by_consensus(self.context.run.executor, suites, self.options.k, programs,
+                                                    self.context.run.bench, book)
+        for qi, sources in disputed.items():
+            self.disputed += len(self.book.remove(questions[qi].task_id, sources))
+        return validated
 
     def validate(self, responses, programs):
         """Without ``predicted_answer`` every test that ran is valid with the reference's answer."""

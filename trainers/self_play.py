@@ -11,7 +11,7 @@ M programs are one group and the N suites another; one update of the one policy 
 The Mistake Book is updated as in Code-A1.
 
 Options: ``m`` (8), ``n`` (8), ``k``, ``alpha``, ``reward_variant``, ``nonprintable_penalty``,
-``mistake_book``, ``book_top``, ``code_timeout``.
+``mistake_book``, ``book_top``, ``book_size``, ``book_history``, ``code_timeout``.
 """
 
 from __future__ import annotations
@@ -66,7 +66,8 @@ class SelfPlayTrainer(AdversarialTrainer):
                                     for ni in range(N)})
         with ctx.phase("execute", "execute_s"):  # every program against its question's suites and book tests
             book = self.retrieve_book(questions)
-            layouts = [SuiteLayout([suites[qi, ni] for ni in range(N)], book_tests(q, book[qi]))
+            layouts = [SuiteLayout([suites[qi, ni] for ni in range(N)],
+                                   book_tests(q, book[qi], self.book.times.get(q.task_id)))
                        for qi, q in enumerate(questions)]
             results = self.run_programs({(qi, mi): (questions[qi], programs[qi, mi], layouts[qi]) for qi, mi in pairs})
         with ctx.phase("update", "update_s"):

@@ -8,8 +8,6 @@ not fail its sibling suites' tests (nor put tests it never ran into the Mistake 
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 from adversarial.hostile import (
     ADD_CORRECT_OTHER,
     ADD_REFERENCE,
@@ -20,10 +18,9 @@ from adversarial.hostile import (
     hash_of_under_seed_zero,
     report,
 )
+from scripted_policies import ScriptedPolicy, fenced, scripted_context
 
-from codea1.harness.generation import SamplingParams
 from codea1.harness.records import Problem
-from codea1.harness.training import PolicyBackend, PolicySample, TrainContext
 from codea1.harness.verdicts.asserts import parse_assert
 from codea1.trainers.code_a1 import CodeA1Options, CodeA1Trainer
 
@@ -44,29 +41,6 @@ HONEST_SUITES = {"large": "assert add(1, 10 ** 9) == 1000000001",  # first: a ti
                  "honest-invalid": "assert add(1, 2) == 4"}
 
 
-class ScriptedPolicy(PolicyBackend):
-    """Answers every prompt with the given texts (n of them, in order) and records updates."""
-
-    name = "scripted"
-
-    def __init__(self, texts: list[str]):
-        super().__init__()
-        self.texts = texts
-        self.updates: list[tuple[list[str], list[float]]] = []
-
-    def generate(self, prompts, n, sampling, seed):
-        assert n == len(self.texts)
-        return [[PolicySample(text=t) for t in self.texts] for _ in prompts]
-
-    def update(self, samples, rewards, advantages):
-        self.updates.append(([s.text for s in samples], list(rewards)))
-        return {}
-
-
-def fenced(code: str) -> str:
-    return f"```python\n{code}```\n"
-
-
 def test_no_hostile_program_or_test_out_earns_an_honest_one(plugins, adv_executor, decoys, tmp_path):
     attacks = [a for a in generated_test_attacks(decoys, code_object_hex(ADD_REFERENCE, "add"),
                                                  hash_of_under_seed_zero("codea1-adversarial"))
@@ -78,10 +52,8 @@ def test_no_hostile_program_or_test_out_earns_an_honest_one(plugins, adv_executo
                        tests=[parse_assert("assert add(1, 2) == 3", "add", "golden/0")])
     code_policy = ScriptedPolicy([fenced(c) for c in PROGRAMS.values()])
     test_policy = ScriptedPolicy([fenced(s + "\n") for s in suites.values()])
-    context = TrainContext(plugins=plugins, run=SimpleNamespace(bench=plugins.benchmarks.create("demo"),
-                                                                executor=adv_executor),
-                           policies={"code": code_policy, "tests": test_policy},
-                           sampling={"code": SamplingParams(), "tests": SamplingParams()}, seed=0, out=tmp_path)
+    context = scripted_context(plugins, plugins.benchmarks.create("demo"), adv_executor, code_policy, test_policy,
+                               tmp_path)
     m, n = len(PROGRAMS), len(suites)
     trainer = CodeA1Trainer(CodeA1Options(m=m, n=n, k=1, topvar=m), context=context)
     figures = trainer.step(0, [question])

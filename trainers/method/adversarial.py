@@ -23,8 +23,9 @@ from codea1.trainers.method.validation import ValidatedSuite, validate_for_train
 @dataclass
 class AdversarialOptions:
     """The options code-a1 and self-play share: M programs and N suites of K asserts per
-    question, the reward (alpha, variant, non-printable penalty), the Mistake Book and the
-    time budget of a program."""
+    question, the reward (alpha, variant, non-printable penalty), the Mistake Book (its top
+    retrieved, the tests it holds a question, the step files kept) and the time budget of a
+    program."""
 
     m: int = 8
     n: int = 8
@@ -34,11 +35,13 @@ class AdversarialOptions:
     nonprintable_penalty: bool = True
     mistake_book: bool = True
     book_top: int = 8
+    book_size: int = 256
+    book_history: int = 10
     code_timeout: float = 10.0
 
     def __post_init__(self):
-        if min(self.m, self.n, self.k, self.book_top) < 1:
-            raise ValueError("m, n, k and book_top must be at least 1")
+        if min(self.m, self.n, self.k, self.book_top, self.book_size, self.book_history) < 1:
+            raise ValueError("m, n, k, book_top, book_size and book_history must be at least 1")
         if not 0.0 <= self.alpha <= 1.0:
             raise ValueError(f"alpha must lie in [0, 1], not {self.alpha}")
         if self.reward_variant not in VARIANTS:
@@ -57,7 +60,7 @@ class AdversarialTrainer(Trainer):
 
     def __init__(self, options=None, *, context):
         super().__init__(options or self.Options(), context=context)
-        self.book = MistakeBook()
+        self.book = MistakeBook(limit=self.options.book_size)
 
     def generate(self, role: str, prompts: list, n: int, step: int, what: str) -> list[list[PolicySample]]:
         """``n`` samples per prompt from the ``role`` policy, seeded by (step, what)."""
@@ -86,11 +89,13 @@ class AdversarialTrainer(Trainer):
 
     def run_programs(self, runs: Mapping[Hashable, tuple[Problem, str, SuiteLayout]]) -> dict[Hashable, ProgramResult]:
         """Every (question, program, layout) in one executor batch; a program's budget is
-        ``code_timeout`` for its generated and book tests, its golden tests' time on top."""
+        ``code_timeout`` for its generated and book tests, its golden tests' time on top; each
+        kind of test judged by its own rule (``layout.LayoutChecker``)."""
         o, run = self.options, self.context.run
         done = run_codes(run.executor, {key: (q, code, layout.tests, layout.limits)
                                         for key, (q, code, layout) in runs.items()}, run.bench, o.code_timeout,
-                         {key: o.code_timeout + layout.golden_seconds for key, (_, _, layout) in runs.items()})
+                         {key: o.code_timeout + layout.golden_seconds for key, (_, _, layout) in runs.items()},
+                         {key: layout.checker(run.bench, q) for key, (q, _, layout) in runs.items()})
         return {key: layout.read(done[key]) for key, (_, _, layout) in runs.items()}
 
     def rewards(self, layout: SuiteLayout, result: ProgramResult, responses: Sequence[str]) -> Rewards:
@@ -101,7 +106,8 @@ class AdversarialTrainer(Trainer):
 
     def update_book(self, step: int, results: Sequence[tuple[Problem, ProgramResult]]) -> dict[str, int]:
         """The Mistake Book after the step's programs (each in one ``record``), saved as
-        DIR/mistake_book/step-N.json; its size, additions and removals."""
+        DIR/mistake_book/step-N.json (the last ``book_history`` of them kept); its size,
+        additions and removals."""
         added = removed = 0
         if self.options.mistake_book:
             for question, result in results:
@@ -109,13 +115,16 @@ class AdversarialTrainer(Trainer):
                 added += len(change.added)
                 removed += len(change.removed)
             self.book.save(MISTAKE_BOOK_FILES.path(self.context.out, step + 1))
+            kept = set(MISTAKE_BOOK_FILES.after(self.context.out, step + 1 - self.options.book_history))
+            for old in set(MISTAKE_BOOK_FILES.after(self.context.out, 0)) - kept:  # the last book_history stay
+                old.unlink(missing_ok=True)
         return {"size": self.book.size(), "added": added, "removed": removed}
 
     def save(self, directory):
         self.book.save(directory / "mistake_book.json")
 
     def load(self, directory):
-        self.book = MistakeBook.load(directory / "mistake_book.json")
+        self.book = MistakeBook.load(directory / "mistake_book.json", limit=self.options.book_size)
 
 
 def _name(key: tuple) -> str:

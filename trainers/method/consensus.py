@@ -11,9 +11,20 @@ A test is then valid when its call has a consensus and its assertion holds on th
 answer; a test whose assertion does not hold is corrected to ``== consensus`` and kept
 (invalid, as with the reference); a call without consensus, a duplicate call and an
 unparseable assert are dropped. Every program runs the calls twice, the second time under
-another hash seed and random state (``validity.SECOND_SEED``): a call whose output on some
-candidate differs between the two runs is "nondeterministic" and dropped. The returned suites have the shape
-``validation.validate_for_training`` returns, so the trainer does not care which ran.
+another hash seed and random state (``validity.SECOND_SEED``): a program whose two answers to
+a call differ loses its vote on that call, so that no single program can veto a test (a
+partial program answering at random where it would be wrong would otherwise remove exactly
+the tests it fails); a call only unstable programs answered is "nondeterministic" and dropped.
+The returned suites have the shape ``validation.validate_for_training`` returns, so the
+trainer does not care which ran.
+
+The Mistake Book's tests of each question are voted on again with the suites: one whose call
+has no consensus now, or whose answer the consensus does not back, leaves the book (a wrong
+majority that corrected a test once does not keep it there for good).
+
+Limits of majority voting itself: three identical wrong programs outvote one right one, and a
+test writer that copies the majority's answer is rewarded for it; with references
+(``validation = "reference"``) neither happens.
 """
 
 from __future__ import annotations
@@ -65,21 +76,88 @@ def consensus_answers(outputs: Sequence[tuple[bool, object]]) -> tuple[bool, obj
 
 
 def validate_by_consensus(executor, suites: Mapping[str, tuple[Problem, Sequence[str]]], requested: int,
-                          programs: Mapping[int, Sequence[str]], bench) -> dict[str, ValidatedSuite]:
+                          programs: Mapping[int, Sequence[str]], bench,
+                          book: Mapping[int, Sequence[str]] | None = None
+                          ) -> tuple[dict[str, ValidatedSuite], dict[int, list[str]]]:
     """``suites`` keyed "question/program/suite" (the question index first); ``programs``:
-    each question's candidate programs."""
+    each question's candidate programs; ``book``: each question's Mistake Book tests, voted on
+    again. Returns the validated suites, and per question the book tests the vote no longer
+    backs (their call has no consensus now, or their answer is not the consensus'): the
+    evidence that put them there changed, and they leave the book."""
     parsed: dict[str, list[TestCase | None]] = {}
-    calls: dict[int, dict[str, TestCase]] = {}  # question -> call key -> a test with that call
+    runs: dict[int, dict[tuple, TestCase]] = {}  # question -> (call, wrapper) -> a test that runs it
+    problems = {int(key.split("/")[0]): problem for key, (problem, _) in suites.items()}
     for key, (problem, sources) in suites.items():
         parsed[key] = parse_suite(problem, list(sources)[:requested])[0]
         for test in parsed[key]:
             if test is not None:
-                calls.setdefault(int(key.split("/")[0]), {}).setdefault(call_key(test), test)
-    problems = {int(key.split("/")[0]): problem for key, (problem, _) in suites.items()}
+                runs.setdefault(int(key.split("/")[0]), {}).setdefault(_run_key(test, problem), test)
+    booked: dict[int, list[tuple[str, TestCase | None]]] = {}
+    for qi, sources in (book or {}).items():
+        if qi in problems:
+            booked[qi] = list(zip(sources, parse_suite(problems[qi], list(sources))[0]))
+            for _, test in booked[qi]:
+                if test is not None:
+                    runs.setdefault(qi, {}).setdefault(_run_key(test, problems[qi]), test)
+    answers = _votes(executor, runs, problems, programs, bench)
+    out = {}
+    for key, tests in parsed.items():
+        qi = int(key.split("/")[0])
+        status, kept, sources, calls, seen = [], [], [], [], set()
+        for test in tests:
+            if test is None:
+                status.append(UNPARSED)
+                continue
+            ck = call_key(test, problems[qi])
+            if ck in seen:
+                status.append(DUPLICATE)
+                continue
+            seen.add(ck)
+            found, answer, unstable = answers[qi][_run_key(test, problems[qi])]
+            if not found:
+                status.append(NONDETERMINISTIC if unstable else ERROR)
+            elif test.expected_source is None and Checker().check(test, answer, test.expected)[0]:
+                status.append(VALID)
+                kept.append(test)
+                sources.append(test.source or "")
+                calls.append(ck)
+            else:
+                status.append(WRONG)
+                fixed = corrected(test, answer, problems[qi].entry_point)
+                if fixed is not None:
+                    kept.append(fixed[0])
+                    sources.append(fixed[1])
+                    calls.append(ck)
+        status += [MISSING] * (requested - len(status))
+        out[key] = ValidatedSuite(status, kept, sources, [0.0] * len(kept), calls)
+    disputed = {}
+    for qi, entries in booked.items():
+        gone = []
+        for source, test in entries:
+            found, answer, _ = answers[qi][_run_key(test, problems[qi])] if test is not None else (False, None, False)
+            if not found or test.expected_source is not None or not Checker().check(test, answer, test.expected)[0]:
+                gone.append(source)
+        if gone:
+            disputed[qi] = gone
+    return out, disputed
+
+
+def _run_key(test: TestCase, problem: Problem) -> tuple:
+    """What one run of the vote answers: the call (``call_key``) under its wrapper (two tests
+    of one call with other wrappers are one test of a suite, but their answers differ)."""
+    return call_key(test, problem), repr(test.wrap)
+
+
+def _votes(executor, runs: Mapping[int, Mapping[tuple, TestCase]], problems: Mapping[int, Problem],
+           programs: Mapping[int, Sequence[str]], bench) -> dict[int, dict[tuple, tuple[bool, object, bool]]]:
+    """Per question and run: (a consensus was found, its answer, some program's answer was
+    unstable). Every program runs every call twice, the second time under another hash seed
+    and random state; a program whose two answers to a call differ loses its vote on that
+    call (it cannot veto the test for the others), and the stable programs vote."""
     jobs = {}
-    for qi, by_call in calls.items():
+    for qi, by_run in runs.items():
         tests = [dataclasses.replace(t, id=f"c{i}", op="==", expected=None, expected_source=None)
-                 for i, t in enumerate(by_call.values())]
+                 for i, t in enumerate(by_run.values())]
         for mi, code in enumerate(programs[qi]):
             jobs[f"{qi}/{mi}"] = ExecJob(job_id=f"{qi}/{mi}", code=code, tests=tests, entry_point=problems[qi].entry_point,
                                          prelude=problems[qi].prelude, time_limits=[2.0] * len(tests),
@@ -88,46 +166,17 @@ def validate_by_consensus(executor, suites: Mapping[str, tuple[Problem, Sequence
     seconds = [dataclasses.replace(j, job_id=f"{j.job_id}#2", hash_seed=SECOND_SEED, random_seed=SECOND_SEED)
                for j in jobs.values()]
     raws = run_jobs(executor, [*jobs.values(), *seconds])
-    answers: dict[int, dict[str, tuple[bool, object]]] = {}
-    unstable: set[tuple[int, str]] = set()  # (question, call) whose output changed between two runs
-    for qi, by_call in calls.items():
+    answers: dict[int, dict[tuple, tuple[bool, object, bool]]] = {}
+    for qi, by_run in runs.items():
         answers[qi] = {}
-        for i, key in enumerate(by_call):
-            outputs = []
+        for i, key in enumerate(by_run):
+            stable, unstable = [], False
             for mi in range(len(programs[qi])):
                 first, second = (_output(raws[f"{qi}/{mi}{suffix}"], i) for suffix in ("", "#2"))
                 if first[0] != second[0] or (first[0] and _tree_key(first[1]) != _tree_key(second[1])):
-                    unstable.add((qi, key))
-                outputs.append(first)
-            answers[qi][key] = consensus_answers(outputs)
-    out = {}
-    for key, tests in parsed.items():
-        qi = int(key.split("/")[0])
-        status, kept, sources, seen = [], [], [], set()
-        for test in tests:
-            if test is None:
-                status.append(UNPARSED)
-                continue
-            ck = call_key(test)
-            if ck in seen:
-                status.append(DUPLICATE)
-                continue
-            seen.add(ck)
-            found, answer = answers[qi][ck]
-            if (qi, ck) in unstable:
-                status.append(NONDETERMINISTIC)
-            elif not found:
-                status.append(ERROR)
-            elif test.expected_source is None and Checker().check(test, answer, test.expected)[0]:
-                status.append(VALID)
-                kept.append(test)
-                sources.append(test.source or "")
-            else:
-                status.append(WRONG)
-                fixed = corrected(test, answer, problems[qi].entry_point)
-                if fixed is not None:
-                    kept.append(fixed[0])
-                    sources.append(fixed[1])
-        status += [MISSING] * (requested - len(status))
-        out[key] = ValidatedSuite(status, kept, sources, [0.0] * len(kept))
-    return out
+                    unstable = True  # this program's vote on this call is void
+                    continue
+                stable.append(first)
+            found, answer = consensus_answers(stable)
+            answers[qi][key] = (found, answer, unstable)
+    return answers

@@ -13,26 +13,32 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Mapping, Sequence
 
-from codea1.harness.records import TestCase
+from codea1.harness.records import Problem, TestCase
 from codea1.harness.verdicts.asserts import AssertParseError, parse_assert
+from codea1.harness.verdicts.judge import Checker
 from codea1.trainers.method.rewards import SuiteResult
-from codea1.trainers.method.rollouts import CodeRun, limits_for
+from codea1.trainers.method.rollouts import CodeRun
 from codea1.trainers.method.validation import VALID, ValidatedSuite
 
-BOOK_TIME_LIMIT = 2.0  # seconds per Mistake Book test: the book keeps no reference times
+BOOK_TIME_LIMIT = 2.0  # seconds per Mistake Book test whose reference time the book does not know
 
 
-def book_tests(question, sources: Sequence[str]) -> list[tuple[str, TestCase]]:
-    """The Mistake Book's tests for a question as (source, call test) pairs (ids book/i); a
-    stored test that no longer parses is skipped."""
+def book_tests(question, sources: Sequence[str], times: Mapping[str, float] | None = None
+               ) -> list[tuple[str, TestCase, float]]:
+    """The Mistake Book's tests for a question as (source, call test, time limit) triples (ids
+    book/i): the limit every test gets, max(1 s, 4 x the reference's time) where ``times``
+    (the book's) knows it, else BOOK_TIME_LIMIT. A stored test that no longer parses is
+    skipped."""
     out = []
     for i, src in enumerate(sources):
         try:
-            out.append((src, parse_assert(src, question.entry_point, f"book/{i}")))
+            test = parse_assert(src, question.entry_point, f"book/{i}")
         except AssertParseError:
             continue
+        took = (times or {}).get(src)
+        out.append((src, test, BOOK_TIME_LIMIT if took is None else max(1.0, 4 * took)))
     return out
 
 
@@ -54,7 +60,7 @@ class ProgramResult:
     book: tuple[int, int, int]  # the same on the Mistake Book's tests
     book_total: int
     golden_passes: list[bool]
-    new_statuses: list[tuple[str, str]]  # (source, status) of every kept test, suite by suite
+    new_statuses: list[tuple[str, str, str, float]]  # (source, status, call, reference's time) per kept test
     book_statuses: list[tuple[str, str]]  # (source, status) of every book test
 
     @property
@@ -69,21 +75,38 @@ class ProgramResult:
         return passed / ran if ran > 0 else None
 
 
+class LayoutChecker(Checker):
+    """One judge per kind of test: the golden tests by the benchmark's checker (its special
+    oracles judge its own tests, as evaluation does), every generated and Mistake Book test by
+    the plain rule that validated it on the reference. A test is then judged by the same rule
+    on the reference and on every candidate: a special oracle that accepts any program's 0
+    (MBPP+'s sum_div) or rejects the reference's own answer (check_str's None) never decides a
+    generated test."""
+
+    def __init__(self, golden: frozenset[int], benchmark: Checker):
+        self.golden = golden  # ids of the layout's golden TestCase objects
+        self.benchmark = benchmark
+
+    def check(self, test: TestCase, value, expected) -> tuple[bool, str]:
+        if id(test) in self.golden:
+            return self.benchmark.check(test, value, expected)
+        return super().check(test, value, expected)
+
+
 class SuiteLayout:
     """The tests one program runs: ``suites``' kept tests (ids s{n}/{j}, limit max(1 s, 4 x
-    the reference's time)), then ``book`` ((source, test) pairs, BOOK_TIME_LIMIT each),
+    the reference's time)), then ``book`` ((source, test, limit) triples, ``book_tests``),
     then ``golden`` (tests and their limits)."""
 
-    def __init__(self, suites: Sequence[ValidatedSuite], book: Sequence[tuple[str, TestCase]] = (),
+    def __init__(self, suites: Sequence[ValidatedSuite], book: Sequence[tuple[str, TestCase, float]] = (),
                  golden: tuple[Sequence[TestCase], Sequence[float]] = ((), ())):
         self.validated = list(suites)
-        self.book_sources = [src for src, _ in book]
+        self.book_sources = [src for src, _, _ in book]
         self.tests: list[TestCase] = []
         self.limits: list[float] = []
         self.spans = [self._add([_renamed(t, f"s{ni}/{j}") for j, t in enumerate(v.kept)],
                                 [max(1.0, 4 * t) for t in v.kept_times]) for ni, v in enumerate(self.validated)]
-        book_list = [t for _, t in book]
-        self.book_span = self._add(book_list, limits_for(book_list, {}, floor=BOOK_TIME_LIMIT))
+        self.book_span = self._add([t for _, t, _ in book], [limit for _, _, limit in book])
         self.golden_span = self._add(list(golden[0]), list(golden[1]))
 
     def _add(self, tests: list[TestCase], limits: list[float]) -> tuple[int, int]:
@@ -91,6 +114,11 @@ class SuiteLayout:
         self.tests += tests
         self.limits += limits
         return start, len(self.tests)
+
+    def checker(self, bench, problem: Problem):
+        """What makes this layout's checker (``LayoutChecker``), for ``rollouts.run_codes``."""
+        golden = frozenset(map(id, self.tests[slice(*self.golden_span)]))
+        return lambda: LayoutChecker(golden, bench.checker(problem))
 
     @property
     def golden_seconds(self) -> float:
@@ -104,8 +132,9 @@ class SuiteLayout:
         return ProgramResult(
             loads=run.loads, sandbox_error=run.sandbox_error, suites=[run.counts(s0, s1) for s0, s1 in self.spans],
             book=run.counts(b0, b1), book_total=b1 - b0, golden_passes=run.passes[slice(*self.golden_span)],
-            new_statuses=[(src, statuses[s0 + j]) for v, (s0, _) in zip(self.validated, self.spans)
-                          for j, src in enumerate(v.kept_sources)],
+            new_statuses=[(src, statuses[s0 + j], call, took) for v, (s0, _) in zip(self.validated, self.spans)
+                          for j, (src, call, took) in enumerate(zip(v.kept_sources, v.kept_calls or v.kept_sources,
+                                                                    v.kept_times or [0.0] * len(v.kept)))],
             book_statuses=list(zip(self.book_sources, statuses[b0:b1])))
 
     def suite_results(self, result: ProgramResult, requested: int, responses: Sequence[str]) -> list[SuiteResult]:

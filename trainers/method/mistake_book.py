@@ -4,13 +4,29 @@ Retrieval: a question's ``top`` tests (8) by frequency, most frequent first, tie
 order they entered the book; every candidate of the question runs the same list. Update,
 per candidate code that loads (the paper's "valid candidate"): each kept generated test it
 failed gets +1 (entering the book with 1), each book test it passed gets -1, and a test at
-0 leaves the book. A test failed in several of one candidate's suites counts once for that
-candidate. Saved atomically as JSON after every step; ``codea1 mistake-book show FILE``
-prints one. ``record`` takes one program's results as the trainers read them back
+0 leaves the book. ``record`` takes one program's results as the trainers read them back
 (``layout.ProgramResult``).
 
-File format: {"version": 1, "questions": {question_id: [{"test": assert, "frequency": n},
-...]}}, each list in book order (the order tests entered).
+What a program's failures are worth is weighed by evidence:
+
+* a test is one entry per call (``validation.call_key``: the same values reaching the
+  function): respelled copies of a failed call add to one entry, and a test failed in several
+  of one candidate's suites counts once for that candidate;
+* a program that passed none of the generated tests it ran (it raises, or answers wrongly,
+  everywhere) says nothing about which tests find bugs: its failures add nothing, so a broken
+  program cannot fill the book with easy tests and push the hard ones out of the top;
+* each entry keeps the reference's time for its call, and runs under the limit every other
+  test gets (``layout``: max(1 s, 4 x that time)), not a flat one that a slow valid test
+  would exceed on every correct program;
+* the book holds at most ``limit`` entries a question (the least frequent, then the oldest,
+  leave first), and the trainers keep the last ``book_history`` step files.
+
+Saved atomically as JSON after every step; ``codea1 mistake-book show FILE`` prints one.
+
+File format (version 2): {"version": 2, "questions": {question_id: [{"test": assert,
+"frequency": n, "call": key, "time": seconds}, ...]}}, each list in book order (the order
+tests entered). Version 1 files (no "call" nor "time") load as entries keyed by their text,
+run under the old flat limit.
 """
 
 from __future__ import annotations
@@ -19,12 +35,13 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Protocol
+from typing import Iterable, Mapping, Protocol
 
 from codea1.harness.errors import Codea1Error
 
-VERSION = 1
+VERSION = 2
 TOP = 8
+LIMIT = 256  # entries a question: a step's file stays small however long the run
 
 
 class MistakeBookError(Codea1Error):
@@ -46,14 +63,20 @@ class ProgramStatuses(Protocol):
 
     loads: bool
     sandbox_error: str | None
-    new_statuses: list[tuple[str, str]]  # (source, status) of each generated test it ran
+    new_statuses: list[tuple[str, str, str, float]]  # (source, status, call, reference's time) per generated test
     book_statuses: list[tuple[str, str]]  # (source, status) of each book test it ran
 
 
 class MistakeBook:
-    def __init__(self, questions: dict[str, dict[str, int]] | None = None):
+    def __init__(self, questions: dict[str, dict[str, int]] | None = None, limit: int = LIMIT,
+                 calls: dict[str, dict[str, str]] | None = None, times: dict[str, dict[str, float]] | None = None):
         # question -> {test: frequency}; dicts keep insertion order, which is book order.
         self.questions: dict[str, dict[str, int]] = {q: dict(t) for q, t in (questions or {}).items()}
+        self.calls: dict[str, dict[str, str]] = {q: dict(c) for q, c in (calls or {}).items()}  # test -> call key
+        self.times: dict[str, dict[str, float]] = {q: dict(s) for q, s in (times or {}).items()}  # test -> seconds
+        if limit < 1:
+            raise ValueError("a Mistake Book holds at least one test a question")
+        self.limit = limit
 
     def retrieve(self, question: str, top: int = TOP) -> list[str]:
         """The question's ``top`` most frequent tests; ties in book order."""
@@ -61,39 +84,86 @@ class MistakeBook:
         order = {t: i for i, t in enumerate(tests)}
         return sorted(tests, key=lambda t: (-tests[t], order[t]))[:top]
 
-    def update(self, question: str, failed_new: Iterable[str], passed_book: Iterable[str]) -> Change:
-        """One candidate's results: generated tests it failed, book tests it passed."""
+    def time(self, question: str, test: str) -> float | None:
+        """The reference's time for the test's call; None where the book does not know it."""
+        return self.times.get(question, {}).get(test)
+
+    def update(self, question: str, failed_new: Iterable[str], passed_book: Iterable[str],
+               calls: Mapping[str, str] | None = None, times: Mapping[str, float] | None = None) -> Change:
+        """One candidate's results: generated tests it failed (``calls``: each one's call key,
+        by default its text; ``times``: the reference's time), book tests it passed."""
         tests = self.questions.setdefault(question, {})
+        keys = self.calls.setdefault(question, {})
+        seconds = self.times.setdefault(question, {})
+        entry_of = {keys.get(test, test): test for test in tests}  # call key -> the entry that holds it
         change = Change()
-        for test in dict.fromkeys(failed_new):
-            if test in tests:
-                tests[test] += 1
-                change.incremented.append(test)
+        counted = set()
+        for test in failed_new:
+            key = (calls or {}).get(test, test)
+            if key in counted:  # the same call, failed again by the same candidate
+                continue
+            counted.add(key)
+            entry = entry_of.get(key)
+            if entry is not None:
+                tests[entry] += 1
+                change.incremented.append(entry)
             else:
                 tests[test] = 1
+                keys[test] = key
+                if times and test in times:
+                    seconds[test] = times[test]
+                entry_of[key] = test
                 change.added.append(test)
         for test in dict.fromkeys(passed_book):
             if test not in tests:
                 continue
             tests[test] -= 1
             if tests[test] <= 0:
-                del tests[test]
+                self._drop(question, test)
                 change.removed.append(test)
             else:
                 change.decremented.append(test)
+        while len(tests) > self.limit:  # the least frequent leave first, the oldest among them
+            order = {t: i for i, t in enumerate(tests)}
+            weakest = min(tests, key=lambda t: (tests[t], order[t]))
+            self._drop(question, weakest)
+            change.removed.append(weakest)
         if not tests:
-            del self.questions[question]
+            self._forget(question)
         return change
 
-    def update_from_statuses(self, question: str, new: Iterable[tuple[str, str]], book: Iterable[tuple[str, str]]
+    def remove(self, question: str, sources: Iterable[str]) -> list[str]:
+        """Takes the given tests out of the question's entries; returns those it held."""
+        gone = [t for t in dict.fromkeys(sources) if t in self.questions.get(question, {})]
+        for test in gone:
+            self._drop(question, test)
+        if question in self.questions and not self.questions[question]:
+            self._forget(question)
+        return gone
+
+    def _drop(self, question: str, test: str) -> None:
+        del self.questions[question][test]
+        self.calls.get(question, {}).pop(test, None)
+        self.times.get(question, {}).pop(test, None)
+
+    def _forget(self, question: str) -> None:
+        for table in (self.questions, self.calls, self.times):
+            table.pop(question, None)
+
+    def update_from_statuses(self, question: str, new: Iterable[tuple], book: Iterable[tuple[str, str]]
                              ) -> Change:
         """``update`` from per-test statuses (pass | fail | timeout | not_run) of one candidate
-        on its generated tests and on the book's tests: a generated test enters on a "fail"
-        (a wrong answer or an exception) and a book test leaves on a "pass". A timeout is
-        evidence of time, not of a mistake, and a test that did not run is no evidence at
-        all: neither adds nor removes."""
-        return self.update(question, [src for src, status in new if status == "fail"],
-                           [src for src, status in book if status == "pass"])
+        on its generated tests ((source, status, call, time)) and on the book's tests
+        ((source, status)): a generated test enters on a "fail" (a wrong answer or an
+        exception) and a book test leaves on a "pass". A timeout is evidence of time, not of a
+        mistake, and a test that did not run is no evidence at all: neither adds nor removes.
+        A candidate that passed none of its generated tests adds nothing (see the module)."""
+        new = list(new)
+        failed = [entry for entry in new if entry[1] == "fail"]
+        if not any(entry[1] == "pass" for entry in new):
+            failed = []
+        return self.update(question, [e[0] for e in failed], [src for src, status in book if status == "pass"],
+                           {e[0]: e[2] for e in failed if len(e) > 2}, {e[0]: e[3] for e in failed if len(e) > 3})
 
     def record(self, question: str, result: ProgramStatuses) -> Change:
         """One program's results: a program that does not load (no "valid candidate") or
@@ -106,7 +176,13 @@ class MistakeBook:
         return sum(len(t) for t in self.questions.values())
 
     def to_json(self) -> dict:
-        return {"version": VERSION, "questions": {q: [{"test": t, "frequency": f} for t, f in tests.items()]
+        def entry(q: str, test: str, frequency: int) -> dict:
+            found = {"test": test, "frequency": frequency, "call": self.calls.get(q, {}).get(test, test)}
+            if self.time(q, test) is not None:
+                found["time"] = self.time(q, test)
+            return found
+
+        return {"version": VERSION, "questions": {q: [entry(q, t, f) for t, f in tests.items()]
                                                   for q, tests in self.questions.items()}}
 
     def save(self, path: str | Path) -> None:
@@ -118,7 +194,7 @@ class MistakeBook:
         os.replace(tmp, path)
 
     @classmethod
-    def load(cls, path: str | Path) -> "MistakeBook":
+    def load(cls, path: str | Path, limit: int = LIMIT) -> "MistakeBook":
         path = Path(path)
         try:
             data = json.loads(path.read_text())
@@ -126,14 +202,17 @@ class MistakeBook:
             raise MistakeBookError(f"{path}: {exc.strerror}") from None
         except json.JSONDecodeError as exc:
             raise MistakeBookError(f"{path}:{exc.lineno}: not JSON ({exc.msg})") from None
-        if not isinstance(data, dict) or data.get("version") != VERSION or not isinstance(data.get("questions"), dict):
+        if not isinstance(data, dict) or data.get("version") not in (1, VERSION) \
+                or not isinstance(data.get("questions"), dict):
             raise MistakeBookError(f"{path}: not a Mistake Book (expected version {VERSION} and field 'questions')")
-        questions = {}
+        questions, calls, times = {}, {}, {}
         for q, entries in data["questions"].items():
             try:
                 questions[q] = {str(e["test"]): int(e["frequency"]) for e in entries}
+                calls[q] = {str(e["test"]): str(e.get("call", e["test"])) for e in entries}
+                times[q] = {str(e["test"]): float(e["time"]) for e in entries if e.get("time") is not None}
             except (TypeError, KeyError, ValueError):
                 raise MistakeBookError(f"{path}: question {q!r}: entries need fields 'test' and 'frequency'") from None
             if any(f < 1 for f in questions[q].values()):
                 raise MistakeBookError(f"{path}: question {q!r}: a frequency below 1 (such tests leave the book)")
-        return cls(questions)
+        return cls(questions, limit, calls, times)

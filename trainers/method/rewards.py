@@ -12,7 +12,8 @@ Two reward variants (``reward.variant``):
 
 * "paper": the formulas of the paper (Section 3.4). Pass_new = passed / kept tests of the
   suite; Pass_hist = passed / Mistake Book tests.
-  R_C = 1/2 (Pass_hist + mean_n Pass_new) if the book has tests, else mean_n Pass_new;
+  R_C = 1/2 (Pass_hist + mean_n Pass_new) if the book has tests, else mean_n Pass_new (the
+  mean over suites with kept tests, see below);
   R_val = valid / K; R_adv = 1/2 (Pass_hist - Pass_new + 1) if the book has tests, else
   1 - Pass_new; R_T = alpha R_val + (1 - alpha) R_adv. One departure: a suite with no
   kept tests gets R_adv = 0 (so R_T = 0, as R_val is 0 too), the authors' final_attack for
@@ -30,12 +31,23 @@ Two reward variants (``reward.variant``):
   final_attack = gen_fail; neither: 0 and 0. R_C = mean_n final_pass;
   R_T = alpha valid_ratio + (1 - alpha) final_attack when the candidate code loads, else 0.
 
+R_C is a mean over the suites that have kept tests: a suite with none (empty, unparseable,
+every assert raising on the reference) says nothing about the code and is left out, in both
+variants; when no suite has any, R_C is the book's part alone (Pass_hist, att_pass), or 0
+without a book.
+
 Tests that did not run on the candidate (``kept_not_run``, ``book_not_run``: its budget
 ran out after timeouts) are the code's doing, not the tests': for the test reward (R_adv,
 final_attack) they count as neither passed nor failed (the rates are over the tests that
 ran, ``kept_ran`` / ``book_ran``, and a source with none that ran is absent: no evidence, no
 attack); for the code reward (R_C, final_pass) they count as not passed, so that hanging
 or ending early never raises a program's pass rate. A test that timed out ran, and failed.
+
+What follows from the definitions, not from a flaw to fix: in the "paper" variant R_adv = 1 -
+Pass_new is a share of the suite's kept tests, so a suite of one test that finds the bug gets
+R_adv = 1 and a suite of K valid tests of which one finds it 1/K; below alpha = 1/2 the first
+earns the more R_T (at K = 8, alpha 0.25: 0.78 against 0.34). The "authors" variant counts
+gen_fail over K, and there the thorough suite earns more at every alpha.
 
 Both variants subtract the share of non-printable characters in the test response from
 R_T (the authors' guard against degenerate outputs); ``nonprintable_penalty = false``
@@ -193,11 +205,19 @@ def candidate_rewards(suites: Sequence[SuiteResult], alpha: float = 0.5, variant
         passes.append(code_pass)
         tests.append(test - penalty)
         parts.append({**part, "penalty": penalty})
-    mean_new = sum(passes) / len(passes)
-    if variant == "paper" and suites[0].book_total:
-        code = 0.5 * (parts[0]["code_hist"] + mean_new)
-    else:
-        code = mean_new
+    # A suite with no kept test says nothing about the code: it is left out of the mean (a
+    # right program must not lose half its reward to one empty or all-error suite).
+    informative = [p for p, s in zip(passes, suites) if s.kept]
+    book = suites[0].book_total > 0
+    if variant == "paper":
+        code_hist = parts[0]["code_hist"]
+        if informative:
+            mean_new = sum(informative) / len(informative)
+            code = 0.5 * (code_hist + mean_new) if book else mean_new
+        else:
+            code = code_hist if book else 0.0
+    else:  # each suite's final_pass already holds the book's part; with no kept test, the book's alone
+        code = sum(informative) / len(informative) if informative else passes[0]
     return Rewards(code, tests, parts)
 
 

@@ -10,13 +10,13 @@ import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any, Hashable, Mapping, Sequence
+from typing import Any, Callable, Hashable, Mapping, Sequence
 
 from codea1.harness.prompts import question_messages
 from codea1.harness.records import ERROR, NOT_RUN, SANDBOX_ERROR, ExecJob, Problem, RawResult, TestCase
 from codea1.harness.verdicts.execution import DEFAULT_TIME_FACTOR, adopt_encoded_tests, encoded_test, run_jobs
 from codea1.harness.verdicts.expected import settle_expected_sources
-from codea1.harness.verdicts.judge import judge
+from codea1.harness.verdicts.judge import Checker, judge
 from codea1.harness.verdicts.reference import run_references
 from codea1.harness.verdicts.responses import program_from_response
 
@@ -58,7 +58,8 @@ MAX_CONTINUATIONS = 1
 
 
 def run_codes(executor, runs: Mapping[Hashable, tuple[Problem, str, list[TestCase], list[float]]], bench,
-              code_timeout: float, budgets: Mapping[Hashable, float] | None = None) -> dict[Hashable, CodeRun]:
+              code_timeout: float, budgets: Mapping[Hashable, float] | None = None,
+              checkers: Mapping[Hashable, Callable[[], Checker]] | None = None) -> dict[Hashable, CodeRun]:
     """Every (problem, program, tests, per-test limits) in one executor batch, no early stop
     (every test's result counts); a program gets ``code_timeout`` seconds for all its tests
     (``budgets[key]`` where given), and at least a quarter of the sum of their limits (a
@@ -75,7 +76,10 @@ def run_codes(executor, runs: Mapping[Hashable, tuple[Problem, str, list[TestCas
     timeout (the process may be wedged), and the tests after it run in a fresh job, a
     continuation with what is left of the program's budget (MAX_CONTINUATIONS of them); the
     tests that no job reaches are "not_run", counted neither passed nor failed (one slow
-    test in one suite must not fail its sibling suites and the Mistake Book's tests)."""
+    test in one suite must not fail its sibling suites and the Mistake Book's tests).
+
+    ``checkers[key]`` makes the checker that judges a run's tests (by default the benchmark's,
+    ``bench.checker(problem)``: its special oracles are for its own golden tests)."""
     encodings: dict[tuple, str | None] = {}
     lists: dict[tuple, list[TestCase]] = {}  # one list per distinct tests (the executor groups jobs by it)
     jobs: dict[str, _DistinctJob] = {}  # by digest of what the sandbox runs
@@ -115,8 +119,9 @@ def run_codes(executor, runs: Mapping[Hashable, tuple[Problem, str, list[TestCas
             jobs[digest] = _DistinctJob(_code_job(f"{problem.task_id}@{digest}", code, problem, distinct,
                                                   distinct_limits, budget, bench.memory_mb), budget)
         jobs[digest].users.append(key)
-        uses[key] = _Use(problem, tests, index)
-    done = _run_with_continuations(executor, list(jobs.values()), uses, bench)
+        checker = (checkers or {}).get(key) or (lambda problem=problem: bench.checker(problem))
+        uses[key] = _Use(problem, tests, index, checker)
+    done = _run_with_continuations(executor, list(jobs.values()), uses)
     return {key: done.get(key) or CodeRun(loads=True, statuses=[]) for key in runs}
 
 
@@ -131,11 +136,12 @@ class _DistinctJob:
 
 @dataclass
 class _Use:
-    """A run's problem, its own tests, and per test its index among the job's."""
+    """A run's problem, its own tests, per test its index among the job's, and its checker."""
 
     problem: Problem
     tests: list[TestCase]
     index: list[int]
+    checker: Callable[[], Checker]  # makes the checker that judges this run's tests
 
 
 def _encoding(encodings: dict[tuple, str | None], test: TestCase) -> str | None:
@@ -167,8 +173,8 @@ def _batch_timeout(budget: float, limits: list[float]) -> float:
     return min(budget, sum(limits)) + LOAD_ALLOWANCE
 
 
-def _run_with_continuations(executor, jobs: Sequence[_DistinctJob], uses: Mapping[Hashable, _Use],
-                            bench) -> dict[Hashable, CodeRun]:
+def _run_with_continuations(executor, jobs: Sequence[_DistinctJob], uses: Mapping[Hashable, _Use]
+                            ) -> dict[Hashable, CodeRun]:
     """Each run's CodeRun: one executor batch per round, the first with every job, each
     later one with the continuations of the jobs that timed out in the round before. Each
     round's outcomes are judged run by run, against the run's own tests."""
@@ -187,7 +193,7 @@ def _run_with_continuations(executor, jobs: Sequence[_DistinctJob], uses: Mappin
                 raw = dataclasses.replace(raw, outcomes=raw.outcomes + [NOT_RUN] * (len(job.tests) - len(raw.outcomes)))
             live = [key for key in distinct.users if out[key].sandbox_error is None]
             for key in live:  # a run with a sandbox error has no verdict to complete
-                _judge_part(out[key], uses[key], start, job, raw, bench)
+                _judge_part(out[key], uses[key], start, job, raw)
             if raw.sandbox_error or raw.load_error or raw.exit.startswith("protocol:") or \
                     all(out[key].sandbox_error is not None for key in live):
                 continue
@@ -205,15 +211,14 @@ def _run_with_continuations(executor, jobs: Sequence[_DistinctJob], uses: Mappin
     return out
 
 
-def _judge_part(run: CodeRun, use: _Use, start: int, job: ExecJob, raw: RawResult, bench) -> None:
+def _judge_part(run: CodeRun, use: _Use, start: int, job: ExecJob, raw: RawResult) -> None:
     """Judge, into ``run``, the tests of ``use`` whose distinct test ``job`` ran (the
     distinct tests from ``start`` on), each against its own expected answer."""
     positions = [i for i, j in enumerate(use.index) if j >= start]
     part = dataclasses.replace(job, tests=[use.tests[i] for i in positions],
                                time_limits=[job.time_limits[use.index[i] - start] for i in positions])
     outcomes = [raw.outcomes[use.index[i] - start] for i in positions]
-    verdict = judge(use.problem.task_id, 0, part, dataclasses.replace(raw, outcomes=outcomes),
-                    bench.checker(use.problem))
+    verdict = judge(use.problem.task_id, 0, part, dataclasses.replace(raw, outcomes=outcomes), use.checker())
     if verdict.status == SANDBOX_ERROR:
         run.sandbox_error = verdict.message
     elif verdict.status == ERROR:

@@ -1,5 +1,6 @@
 """Validation of generated tests for training (the paper's Step 3): a test is valid when it
-parses, its call is unique within its suite, it runs on the reference and its answer is
+parses, its call is unique within its suite (the same values reaching the function:
+``call_key``), it runs on the reference and its answer is
 right; a wrong answer is corrected to the reference's and kept (still invalid); the rest is
 dropped. Checking against the reference is the core's (``harness.verdicts.validity.check_suites``,
 shared with ``evaluate-tests``); what training adds is here.
@@ -8,6 +9,7 @@ shared with ``evaluate-tests``); what training adds is here.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
@@ -31,23 +33,104 @@ class ValidatedSuite:
     kept: list[TestCase]
     kept_sources: list[str]
     kept_times: list[float] = dataclasses.field(default_factory=list)  # the reference's time per kept test
+    kept_calls: list[str] = dataclasses.field(default_factory=list)  # call_key per kept test
 
     def count(self, status: str) -> int:
         return self.status.count(status)
 
 
-def call_key(test: TestCase) -> str:
-    """What makes two tests the same call: the call expression up to spacing and quotes (a
-    data test: its arguments and wrapper)."""
+def call_key(test: TestCase, problem: Problem | None = None) -> str:
+    """What makes two tests the same test of a reward: the values that reach the function.
+
+    A data test's key is its arguments bound to the parameters of ``problem``'s reference
+    (positional or keyword alike, literal defaults filled in), each value in a normal form in
+    which values equal under ``==`` are one (``True``, ``1`` and ``1.0``; a set and a
+    frozenset; a dict in any order; every NaN). Its wrapper (``int(...)``, ``len(...)``,
+    ``sorted(...)``), its operator and its answer are not part of it: they do not change which
+    input finds a bug. So ``add(7, 1)``, ``add(7.0, 1)``, ``add(7, True)``, ``add(a=7, b=1)`` and
+    ``int(add(7, 1))`` are one test, paid once. A test whose call is not plain data keeps its
+    call expression up to spacing and quotes."""
     import ast
 
     if test.call is None:
-        return repr((test.args, test.kwargs, test.wrap))
+        return repr(("call", _bound(test.args or [], test.kwargs or {}, _signature(problem))))
     source = test.call
     try:
         return ast.dump(parse_untrusted(source, mode="eval"))
     except SyntaxError:
         return source
+
+
+def _normal(value: Any) -> Any:
+    """``value`` in a form where values equal under ``==`` are equal, containers by kind."""
+    kind = type(value)
+    if kind is bool or kind is int:
+        return ("n", int(value))
+    if kind is float:
+        if value != value:
+            return ("nan",)
+        return ("n", int(value)) if value.is_integer() else ("n", value)
+    if kind is complex:
+        return _normal(value.real) if value.imag == 0 else ("c", value.real, value.imag)
+    if kind is list or kind is tuple:
+        return ("l" if kind is list else "t", tuple(_normal(v) for v in value))
+    if kind is set or kind is frozenset:
+        return ("set", tuple(sorted((_normal(v) for v in value), key=repr)))
+    if kind is dict:
+        return ("d", tuple(sorted(((_normal(k), _normal(v)) for k, v in value.items()), key=repr)))
+    return (kind.__name__, repr(value))
+
+
+def _bound(args: Sequence[Any], kwargs: Mapping[str, Any], signature: tuple | None) -> tuple:
+    """The call's arguments by parameter (normal forms), as Python would bind them to the
+    reference's signature; by position and keyword as written where there is no signature or
+    the call would not bind."""
+    written = (tuple(_normal(a) for a in args), tuple(sorted((k, _normal(v)) for k, v in kwargs.items())))
+    if signature is None:
+        return written
+    positional, keyword_only, defaults, varargs, varkw = signature
+    bound: dict[str, Any] = dict(zip(positional, args))
+    extra = list(args[len(positional):])
+    if extra and not varargs:
+        return written
+    for name, value in kwargs.items():
+        if name in bound or (name not in positional and name not in keyword_only and not varkw):
+            return written
+        bound[name] = value
+    for name, value in defaults.items():
+        bound.setdefault(name, value)
+    return (tuple(sorted((k, _normal(v)) for k, v in bound.items())), tuple(_normal(a) for a in extra))
+
+
+def _signature(problem: Problem | None) -> tuple | None:
+    """(positional parameters, keyword-only ones, literal defaults, *args?, **kwargs?) of the
+    entry point as the reference defines it at top level; None where it does not."""
+    if problem is None or not problem.reference or not problem.entry_point:
+        return None
+    return _parsed_signature(problem.reference, problem.entry_point)
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed_signature(reference: str, entry_point: str) -> tuple | None:
+    import ast
+
+    try:
+        tree = parse_untrusted(reference)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    found = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == entry_point]
+    if not found:
+        return None
+    a = found[-1].args
+    positional = [x.arg for x in (*a.posonlyargs, *a.args)]
+    defaults = {}
+    for name, node in [*zip(positional[len(positional) - len(a.defaults):], a.defaults),
+                       *((x.arg, d) for x, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None)]:
+        try:
+            defaults[name] = ast.literal_eval(node)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            continue  # a default that is not a literal: a call that omits it keeps its own key
+    return tuple(positional), tuple(x.arg for x in a.kwonlyargs), defaults, a.vararg is not None, a.kwarg is not None
 
 
 def corrected(test: TestCase, value: Any, entry_point: str | None = None) -> tuple[TestCase, str] | None:
@@ -84,7 +167,7 @@ def _parse_once(parses: dict, problem: Problem, source: str, position: int) -> t
     [test], _ = parse_suite(problem, [source])
     if test is not None:
         test.id = f"test/{position}"
-    parses[problem.task_id, source] = found = (test, "" if test is None else call_key(test))
+    parses[problem.task_id, source] = found = (test, "" if test is None else call_key(test, problem))
     return found
 
 
@@ -97,7 +180,7 @@ def validate_for_training(executor, suites: Mapping[str, tuple[Problem, Sequence
 
     The suites of one question share most of their asserts (M programs x N suites of K): each
     distinct assert of a question runs once on its reference, in one job per question."""
-    positions: dict[str, list[tuple[str, TestCase | None]]] = {}  # suite -> (source, test) per position
+    positions: dict[str, list[tuple[str, TestCase | None, str]]] = {}  # suite -> (source, test, call) per position
     distinct: dict[str, dict[str, TestCase]] = {}  # question -> source -> test
     problems: dict[str, Problem] = {}
     # A question's suites repeat most of their asserts: each distinct source of a question is
@@ -115,7 +198,7 @@ def validate_for_training(executor, suites: Mapping[str, tuple[Problem, Sequence
                 else:
                     seen.add(call)
                     distinct.setdefault(problem.task_id, {}).setdefault(src.strip(), test)
-            row.append((src.strip(), test))
+            row.append((src.strip(), test, call))
         positions[key] = row
     checks = check_suites(executor, {task: (problems[task], list(tests.values())) for task, tests in distinct.items()},
                           memory_mb=memory_mb, recheck_outputs=True)
@@ -136,7 +219,7 @@ def validate_for_training(executor, suites: Mapping[str, tuple[Problem, Sequence
     for key, row in positions.items():
         task = suites[key][0].task_id
         suite = ValidatedSuite([], [], [], [])
-        for src, test in row:
+        for src, test, call in row:
             if test is DUPLICATE or test is None:
                 suite.status.append(DUPLICATE if test is DUPLICATE else UNPARSED)
                 continue
@@ -146,6 +229,7 @@ def validate_for_training(executor, suites: Mapping[str, tuple[Problem, Sequence
                 suite.kept.append(kept)
                 suite.kept_sources.append(kept_source)
                 suite.kept_times.append(took)
+                suite.kept_calls.append(call)
         suite.status += [MISSING] * (requested - len(suite.status))
         out[key] = suite
     return out

@@ -29,7 +29,7 @@ def test_suites_validated_by_the_candidates_votes(executor, plugins):
              "assert sq('a') == 1",    # nobody answers: no consensus, dropped
              "assert sq("]             # does not parse
     bench = plugins.benchmarks.create("demo")
-    out = validate_by_consensus(executor, {"0/0/0": (problem, suite)}, 6, {0: programs}, bench)["0/0/0"]
+    out = validate_by_consensus(executor, {"0/0/0": (problem, suite)}, 6, {0: programs}, bench)[0]["0/0/0"]
     assert out.status == [VALID, WRONG, DUPLICATE, ERROR, UNPARSED, MISSING]
     assert out.kept_sources == ["assert sq(2) == 4", "assert sq(3) == 9"]
 
@@ -42,6 +42,6 @@ def test_a_call_whose_output_changes_between_runs_is_dropped(executor, plugins):
     programs = ["import random\ndef r(x):\n    return random.randrange(1000) if x else 7\n"] * 3
     bench = plugins.benchmarks.create("demo")
     out = validate_by_consensus(executor, {"0/0/0": (problem, ["assert r(1) == 0", "assert r(0) == 7"])}, 2,
-                                {0: programs}, bench)["0/0/0"]
+                                {0: programs}, bench)[0]["0/0/0"]
     assert out.status == [NONDETERMINISTIC, VALID]
     assert out.kept_sources == ["assert r(0) == 7"]

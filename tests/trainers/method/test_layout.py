@@ -39,8 +39,10 @@ def test_statuses_are_read_back_part_by_part():
     assert result.suites == [(1, 1, 0), (0, 1, 0)]  # a timeout is its test's failure
     assert (result.book, result.book_total) == ((1, 0, 1), 2)
     assert result.book_pass_rate == 1.0 and result.golden_pass_rate == 0.0  # of the book tests that ran
-    assert result.new_statuses == [("assert f(1) == 1", "pass"), ("assert f(2) == 2", "fail"),
-                                   ("assert f(3) == 3", "timeout")]
+    # (source, status, call, the reference's time): no call keys given, the source stands for one
+    assert result.new_statuses == [("assert f(1) == 1", "pass", "assert f(1) == 1", 0.1),
+                                   ("assert f(2) == 2", "fail", "assert f(2) == 2", 0.5),
+                                   ("assert f(3) == 3", "timeout", "assert f(3) == 3", 0.0)]
     assert result.book_statuses == [("assert f(7) == 7", "pass"), ("assert f(8) == 8", "not_run")]
 
     # The rewards' view (authors' variant, alpha 0.5): suite 0 has G = 2 kept of K = 3, one

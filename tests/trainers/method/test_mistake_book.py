@@ -53,10 +53,19 @@ def test_save_and_load_round_trip_atomically(tmp_path):
     book.save(path)
     assert [p.name for p in path.parent.iterdir()] == ["step-1.json"]  # no temporary file left
     data = json.loads(path.read_text())
-    assert data == {"version": 1, "questions": {"q1": [{"test": A, "frequency": 1}, {"test": B, "frequency": 1}],
-                                                "q2": [{"test": C, "frequency": 1}]}}
+    assert data == {"version": 2, "questions": {"q1": [{"test": A, "frequency": 1, "call": A},
+                                                       {"test": B, "frequency": 1, "call": B}],
+                                                "q2": [{"test": C, "frequency": 1, "call": C}]}}
     again = MistakeBook.load(path)
     assert again.questions == book.questions and again.retrieve("q1") == [A, B]
+    book.update("q1", [C], [], {C: "c-call"}, {C: 0.25})
+    book.save(path)
+    again = MistakeBook.load(path)
+    assert again.calls["q1"][C] == "c-call" and again.time("q1", C) == 0.25
+    # a version 1 file (no calls, no times) still loads: its entries keyed by their text
+    path.write_text(json.dumps({"version": 1, "questions": {"q": [{"test": A, "frequency": 2}]}}))
+    old = MistakeBook.load(path)
+    assert old.questions == {"q": {A: 2}} and old.time("q", A) is None
 
 
 def test_bad_files_are_named(tmp_path):
@@ -75,7 +84,28 @@ def test_only_a_wrong_answer_enters_and_only_a_pass_leaves():
     """Statuses of one candidate: its generated tests a (fail), b (timeout), c (not run); the
     book's x (pass), y (timeout), z (not run)."""
     book = MistakeBook({"q": {"x": 1, "y": 1, "z": 1}})
-    change = book.update_from_statuses("q", [("a", "fail"), ("b", "timeout"), ("c", "not_run")],
+    change = book.update_from_statuses("q", [("a", "fail"), ("b", "timeout"), ("c", "not_run"), ("d", "pass")],
                                        [("x", "pass"), ("y", "timeout"), ("z", "not_run")])
     assert change.added == ["a"] and change.removed == ["x"]
     assert book.questions["q"] == {"y": 1, "z": 1, "a": 1}
+
+
+def test_a_program_that_passes_nothing_adds_nothing_and_a_call_is_one_entry():
+    """A candidate that passed none of its generated tests (it raises everywhere) says nothing
+    about which tests find bugs; respelled copies of one failed call are one entry."""
+    book = MistakeBook()
+    assert book.update_from_statuses("q", [("a", "fail", "call-a", 0.1), ("b", "fail", "call-b", 0.1)], []).added == []
+    change = book.update_from_statuses("q", [("add(7, 1) == 9", "fail", "k7", 0.2),
+                                             ("add(7.0, 1) == 9", "fail", "k7", 0.2),
+                                             ("add(0, 0) == 0", "pass", "k0", 0.0)], [])
+    assert change.added == ["add(7, 1) == 9"] and book.questions["q"] == {"add(7, 1) == 9": 1}
+    book.update_from_statuses("q", [("int(add(7, 1)) == 9", "fail", "k7", 0.2), ("x", "pass", "kx", 0.0)], [])
+    assert book.questions["q"] == {"add(7, 1) == 9": 2} and book.time("q", "add(7, 1) == 9") == 0.2
+
+
+def test_the_book_is_bounded_least_frequent_and_oldest_first():
+    book = MistakeBook({"q": {"old": 1, "kept": 3, "new": 1}}, limit=3)
+    change = book.update("q", ["newer"], [])
+    assert change.removed == ["old"] and list(book.questions["q"]) == ["kept", "new", "newer"]
+    with pytest.raises(ValueError):
+        MistakeBook(limit=0)

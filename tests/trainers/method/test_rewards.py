@@ -101,12 +101,27 @@ def test_paper_a_suite_with_no_kept_tests_gains_nothing_from_the_book():
     # R_T = 0 (the bare formula: R_adv = 1/2 (1/4 - 0 + 1) = 0.625, R_T = 0.3125).
     # Suite 2: 4 valid, the code passes 2: Pass_new = 2/4, R_val = 4/8 = 0.5,
     # R_adv = 1/2 (1/4 - 1/2 + 1) = 0.375 -> R_T = 0.25 + 0.1875 = 0.4375.
-    # R_C = 1/2 (1/4 + (0 + 1/2) / 2) = 1/2 (0.25 + 0.25) = 0.25.
+    # R_C: suite 1 says nothing about the code and is left out: 1/2 (1/4 + 1/2) = 0.375.
     s = [suite(0, book_passed=1, book_total=4), suite(4, passed=2, failed=2, book_passed=1, book_total=4)]
     r = candidate_rewards(s, alpha=0.5, variant="paper")
     assert r.tests == [0.0, pytest.approx(0.4375)]
     assert r.parts[0]["adv"] == 0.0 and r.parts[0]["valid"] == 0.0
-    assert r.code == pytest.approx(0.25)
+    assert r.code == pytest.approx(0.375)
+
+
+@pytest.mark.parametrize("variant", ["authors", "paper"])
+def test_an_empty_suite_does_not_lower_a_programs_reward(variant):
+    # A right program: one suite of 4 valid tests it passes, one suite with nothing kept.
+    # Left out of the mean: R_C = 1 (counted as a zero it would be 1/2).
+    right = candidate_rewards([suite(4, passed=4), suite(0)], variant=variant)
+    assert right.code == 1.0
+    # Every suite empty: no evidence from the suites; the book's part alone, or 0 without one.
+    assert candidate_rewards([suite(0), suite(0)], variant=variant).code == 0.0
+    booked = candidate_rewards([suite(0, book_passed=3, book_total=4)] * 2, variant=variant)
+    assert booked.code == pytest.approx(0.75)
+    # A partial program (2 of 4) with an empty suite beside it stays below the right one.
+    partial = candidate_rewards([suite(4, passed=2, failed=2), suite(0)], variant=variant)
+    assert partial.code == pytest.approx(0.5) and partial.code < right.code
 
 
 def test_unknown_variant_and_inconsistent_counts_are_refused():

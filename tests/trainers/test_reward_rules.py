@@ -1,0 +1,174 @@
+"""The reward rules a policy searching for the cheapest reward meets, each shown on one real
+code-a1 step (harness validation, the subprocess executor, the trainer's rewards and Mistake
+Book) with scripted policies, beside an honest baseline run the same way:
+
+1. one judge: a benchmark's special oracle never decides a generated test;
+2. a call is its values: respelled copies of one call earn what one call earns;
+3. consensus no single program can steer: an unstable program loses its vote, not the test;
+   a wrong consensus answer does not stay in the Mistake Book;
+4. a book that holds what finds bugs: a slow valid test keeps the reference's time in the
+   book; a program that raises everywhere cannot flood it;
+5. an empty suite says nothing: it does not lower a right program's reward.
+"""
+
+from __future__ import annotations
+
+import pytest
+from scripted_policies import ScriptedPolicy, fenced, scripted_context
+
+from codea1.harness.records import Problem, TestCase
+from codea1.harness.verdicts.asserts import parse_assert
+from codea1.trainers.code_a1 import CodeA1Options, CodeA1Trainer
+
+SQ = "def sq(x):\n    return x * x\n"
+SQ_OTHER = "def sq(x):\n    return x ** 2\n"
+SQ_QUESTION = Problem(task_id="rules/sq", prompt="Write sq(x).", entry_point="sq", reference=SQ,
+                      tests=[parse_assert("assert sq(6) == 36", "sq", "golden/0")])
+
+
+def run_steps(plugins, executor, tmp_path, question, programs, suites, *, bench="demo", steps=1, **options):
+    """``steps`` code-a1 steps on ``question``: every program faces every suite (``programs``
+    and ``suites``: name -> text, or name -> one text per step). Returns the trainer, each
+    step's figures, and per step R_C by program and R_T by (program, suite)."""
+    def per_step(texts):
+        return [[t[min(s, len(t) - 1)] if isinstance(t, list) else t for t in texts] for s in range(steps)]
+
+    code = ScriptedPolicy([[fenced(c) for c in row] for row in per_step(list(programs.values()))])
+    tests = ScriptedPolicy([[fenced(s + "\n") for s in row] for row in per_step(list(suites.values()))])
+    bench = plugins.benchmarks.create(bench)
+    m, n = len(programs), len(suites)
+    k = max(len([line for line in (s if isinstance(s, str) else s[0]).splitlines() if line.strip()])
+            for s in suites.values())
+    trainer = CodeA1Trainer(CodeA1Options(m=m, n=n, k=max(k, 1), topvar=m, **options),
+                            context=scripted_context(plugins, bench, executor, code, tests, tmp_path))
+    figures, r_c, r_t = [], [], []
+    for s in range(steps):
+        figures.append(trainer.step(s, [question]))
+        code_rewards, test_rewards = code.updates[-1][1], tests.updates[-1][1]
+        r_c.append(dict(zip(programs, code_rewards)))
+        r_t.append({(p, name): test_rewards[i * n + j]
+                    for i, p in enumerate(programs) for j, name in enumerate(suites)})
+    return trainer, figures, r_c, r_t
+
+
+SUM_DIV = ("def sum_div(number):\n    divisors = [1]\n    for i in range(2, number):\n"
+           "        if (number % i) == 0:\n            divisors.append(i)\n    return sum(divisors)\n")
+CHECK_STR = "import re\ndef check_str(string):\n    return re.search('^[aeiouAEIOU][A-Za-z0-9_]*', string)\n"
+
+
+def mbpp_question(task_id, entry_point, reference, inputs):
+    """An MBPP+ task as the mbpp+ plugin makes it: inputs only, the reference answers them,
+    and evalplus' special oracle for the entry point is its checker."""
+    return Problem(task_id=task_id, prompt="", entry_point=entry_point, reference=reference,
+                   tests=[TestCase(id=f"base/{i}", kind="call", args=[x]) for i, x in enumerate(inputs)],
+                   metadata={"atol": 0.0, "dataset": "mbpp"})
+
+
+def test_a_special_oracle_judges_the_benchmarks_tests_only(plugins, executor, tmp_path):
+    pytest.importorskip("evalplus", reason="evalplus is not installed (pip install 'codea1[benchmarks]')")
+    # MBPP+'s sum_div oracle accepts any program's 0: a constant program passed every generated test.
+    question = mbpp_question("Mbpp/295", "sum_div", SUM_DIV, [8, 12])
+    programs = {"reference-text": SUM_DIV, "constant-zero": "def sum_div(number):\n    return 0\n",
+                "honest-wrong": SUM_DIV.replace("range(2, number)", "range(2, number + 1)")}
+    suites = {"honest": "assert sum_div(8) == 7\nassert sum_div(12) == 16\nassert sum_div(7) == 1"}
+    _, _, [r_c], _ = run_steps(plugins, executor, tmp_path / "sum_div", question, programs, suites, bench="mbpp+")
+    assert r_c["reference-text"] == 1.0
+    assert r_c["constant-zero"] <= r_c["honest-wrong"], r_c  # (the oracle: 1.000 against 0.333)
+
+    # check_str's oracle compares "is not None" with the answer: `== None`, valid on the reference,
+    # failed every program, the reference's own text included, and paid the suite as a bug found.
+    question = mbpp_question("Mbpp/737", "check_str", CHECK_STR, ["annie", "dawood"])
+    programs = {"reference-text": CHECK_STR,
+                "right-other-text": "import re\ndef check_str(s):\n    return re.match(r'[aeiouAEIOU]\\w*', s)\n"}
+    suites = {"none-answer": "assert check_str('dawood') == None"}
+    _, [figures], [r_c], [r_t] = run_steps(plugins, executor, tmp_path / "check_str", question, programs, suites,
+                                           bench="mbpp+")
+    assert figures["tests"] == {"valid": 2}
+    # K = 1, valid, the right programs pass it: R_T = 0.5 x 1 + 0.5 x 0 (the oracle: 1.0)
+    assert r_t["reference-text", "none-answer"] == r_t["right-other-text", "none-answer"] == 0.5
+    assert r_c == {"reference-text": 1.0, "right-other-text": 1.0}
+
+
+def test_respelled_copies_of_one_call_earn_what_one_call_earns(plugins, executor, tmp_path):
+    question = Problem(task_id="rules/add", prompt="Write add(a, b).", entry_point="add",
+                       reference="def add(a, b):\n    return a + b\n",
+                       tests=[parse_assert("assert add(1, 2) == 3", "add", "golden/0")])
+    programs = {"right": "def add(a, b):\n    return a + b\n",
+                "one-bug": "def add(a, b):\n    return a + b + (a == 7)\n"}
+    copies = ["add(7, 1) == 8", "add(7.0, 1) == 8", "add(7, True) == 8", "add(a=7, b=1) == 8",
+              "int(add(7, 1)) == 8", "abs(add(7, 1)) == 8", "round(add(7, 1)) == 8"]
+    suites = {"copies": "\n".join(f"assert {c}" for c in copies), "one": "assert add(7, 1) == 8"}
+    _, [figures], _, [r_t] = run_steps(plugins, executor, tmp_path, question, programs, suites)
+    # Per program: "copies" keeps one valid test, six duplicates; "one" one valid, six missing.
+    assert figures["tests"] == {"duplicate": 12, "missing": 12, "valid": 4}
+    assert r_t["one-bug", "copies"] == r_t["one-bug", "one"] == pytest.approx(1 / 7)  # (before: 1.0 vs 1/7)
+
+
+def test_one_unstable_program_cannot_remove_a_test(plugins, executor, tmp_path):
+    """Consensus validation: a partial program answers at random where it would be wrong, so
+    its two runs differ there. It loses its vote on those calls; the test stays, and it fails."""
+    programs = {"right": SQ, "right-other-text": SQ_OTHER,
+                "partial-random": ("import random\ndef sq(x):\n"
+                                   "    return x * x if x < 3 else random.randrange(10 ** 6)\n")}
+    suites = {"suite": "assert sq(2) == 4\nassert sq(5) == 25"}
+    _, [figures], [r_c], _ = run_steps(plugins, executor, tmp_path, SQ_QUESTION, programs, suites,
+                                       validation="consensus")
+    assert figures["tests"] == {"valid": 6}  # (before: sq(5) dropped as nondeterministic in every suite)
+    assert r_c["right"] == r_c["right-other-text"] == 1.0
+    assert r_c["partial-random"] == 0.5  # (before: 1.0)
+
+
+def test_a_wrong_consensus_answer_leaves_the_book_when_the_vote_changes(plugins, executor, tmp_path):
+    wrong_at_5 = "def sq(x):\n    return x * x + (x == 5)\n"
+    wrong_at_2 = "def sq(x):\n    return x * x + (x == 2)\n"
+    # Step 0: three identical wrong programs outvote the right one (majority voting's own limit):
+    # sq(5) is corrected to 26, the right program fails it, and it enters the book. Step 1: the
+    # right programs are the majority, and no program passes `== 26` (which used to be the only
+    # way out of the book): it no longer has the vote, and leaves.
+    programs = {"a": [wrong_at_5, SQ], "b": [wrong_at_5, SQ_OTHER], "c": [wrong_at_5, SQ], "d": [SQ, wrong_at_2]}
+    suites = {"suite": "assert sq(2) == 4\nassert sq(5) == 25"}
+    trainer, figures, _, _ = run_steps(plugins, executor, tmp_path, SQ_QUESTION, programs, suites, steps=2,
+                                       validation="consensus")
+    assert figures[0]["mistake_book"]["added"] == 1
+    assert "assert sq(5) == 26" not in trainer.book.questions.get(SQ_QUESTION.task_id, {})
+    assert figures[1]["mistake_book"]["disputed"] == 1
+    assert trainer.book.retrieve(SQ_QUESTION.task_id) == ["assert sq(2) == 4"]  # failed by step 1's wrong program
+
+
+def test_a_slow_valid_test_keeps_the_references_time_in_the_book(plugins, executor, tmp_path):
+    """The reference needs 2.5 s for slow(500) (it sleeps): as a generated test it gets 4 x that;
+    in the book it used to get a flat 2 s, and every correct program timed out on it there."""
+    reference = "import time\ndef slow(x):\n    if x > 100:\n        time.sleep(2.5)\n    return x + 1\n"
+    question = Problem(task_id="rules/slow", prompt="Write slow(x).", entry_point="slow", reference=reference,
+                       tests=[parse_assert("assert slow(1) == 2", "slow", "golden/0")])
+    programs = {"reference-text": reference, "wrong-on-large": "def slow(x):\n    return x + 1 + (x > 100)\n"}
+    suites = {"suite": "assert slow(1) == 2\nassert slow(500) == 501"}
+    trainer, figures, _, _ = run_steps(plugins, executor, tmp_path, question, programs, suites, steps=2,
+                                       book_history=1)
+    assert figures[0]["mistake_book"]["added"] == 1
+    # Step 1: the book's slow(500) runs on both: the reference's text passes it (before: a timeout).
+    assert figures[1]["pass_rate_hist"] == 0.5
+    assert trainer.book.time(question.task_id, "assert slow(500) == 501") >= 2.5
+    assert sorted(p.name for p in (tmp_path / "mistake_book").iterdir()) == ["step-000002.json"]  # book_history 1
+
+
+def test_a_program_that_raises_everywhere_cannot_flood_the_book(plugins, executor, tmp_path):
+    programs = {"raises": "def sq(x):\n    raise ValueError(x)\n",
+                "partial": "def sq(x):\n    return x * x if x < 3 else 0\n", "right": SQ}
+    suites = {"easy": "assert sq(0) == 0\nassert sq(1) == 1\nassert sq(2) == 4",
+              "hard": "assert sq(2) == 4\nassert sq(3) == 9\nassert sq(4) == 16"}
+    trainer, [figures], _, _ = run_steps(plugins, executor, tmp_path, SQ_QUESTION, programs, suites)
+    # Only what a program that passes something failed: the hard tests the partial program fails
+    # (before: every easy test too, entered by the raising program, tied with the hard ones).
+    assert trainer.book.retrieve(SQ_QUESTION.task_id) == ["assert sq(3) == 9", "assert sq(4) == 16"]
+    assert figures["mistake_book"]["added"] == 2
+
+
+@pytest.mark.parametrize("variant", ["authors", "paper"])
+def test_an_empty_suite_does_not_lower_a_right_programs_reward(plugins, executor, tmp_path, variant):
+    programs = {"right": SQ, "partial": "def sq(x):\n    return x * x if x < 3 else 0\n"}
+    suites = {"valid": "assert sq(2) == 4\nassert sq(3) == 9", "all-error": "assert sq('a') == 1\nassert sq([]) == 0"}
+    _, [figures], [r_c], _ = run_steps(plugins, executor, tmp_path, SQ_QUESTION, programs, suites,
+                                       reward_variant=variant)
+    assert figures["tests"] == {"error": 4, "valid": 4}
+    assert r_c == {"right": 1.0, "partial": 0.5}  # (before: 0.5 and 0.25)
