@@ -18,8 +18,9 @@ What a program's failures are worth is weighed by evidence:
 * each entry keeps the reference's time for its call, and runs under the limit every other
   test gets (``layout``: max(1 s, 4 x that time)), not a flat one that a slow valid test
   would exceed on every correct program;
-* the book holds at most ``limit`` entries a question (the least frequent, then the oldest,
-  leave first), and the trainers keep the last ``book_history`` step files.
+* the book holds at most ``limit`` entries a question: the least frequent leave first, the
+  newest among them, so that a burst of new entries cannot push out what the book already
+  holds; the trainers keep the last ``book_history`` step files.
 
 Saved atomically as JSON after every step; ``codea1 mistake-book show FILE`` prints one.
 
@@ -123,9 +124,9 @@ class MistakeBook:
                 change.removed.append(test)
             else:
                 change.decremented.append(test)
-        while len(tests) > self.limit:  # the least frequent leave first, the oldest among them
+        while len(tests) > self.limit:  # the least frequent leave first, the newest among them
             order = {t: i for i, t in enumerate(tests)}
-            weakest = min(tests, key=lambda t: (tests[t], order[t]))
+            weakest = min(tests, key=lambda t: (tests[t], -order[t]))
             self._drop(question, weakest)
             change.removed.append(weakest)
         if not tests:

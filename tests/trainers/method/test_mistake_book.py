@@ -103,9 +103,12 @@ def test_a_program_that_passes_nothing_adds_nothing_and_a_call_is_one_entry():
     assert book.questions["q"] == {"add(7, 1) == 9": 2} and book.time("q", "add(7, 1) == 9") == 0.2
 
 
-def test_the_book_is_bounded_least_frequent_and_oldest_first():
-    book = MistakeBook({"q": {"old": 1, "kept": 3, "new": 1}}, limit=3)
-    change = book.update("q", ["newer"], [])
+def test_the_book_is_bounded_least_frequent_and_newest_first():
+    """A burst of new entries (one program failing many tests) cannot evict what the book holds."""
+    book = MistakeBook({"q": {"old": 1, "kept": 3}}, limit=3)
+    change = book.update("q", ["new", "newer", "newest"], [])
+    assert change.removed == ["newest", "newer"] and list(book.questions["q"]) == ["old", "kept", "new"]
+    change = book.update("q", ["newer"], ["old"])  # "old" leaves by a pass, making room
     assert change.removed == ["old"] and list(book.questions["q"]) == ["kept", "new", "newer"]
     with pytest.raises(ValueError):
         MistakeBook(limit=0)
