@@ -95,7 +95,8 @@ def main() -> None:
         layouts = {(qi, mi): SuiteLayout([validated[f"{qi}/{mi}/{ni}"] for ni in range(N)], book_parsed[qi])
                    for qi, mi in codes}
         runs = {key: (questions[key[0]], code, layouts[key].tests, layouts[key].limits) for key, code in codes.items()}
-        results = run_codes(executor, runs, bench, 10.0)
+        results = run_codes(executor, runs, bench, 10.0, None,
+                            {key: layouts[key].checker(bench, questions[key[0]]) for key in codes})
         t_exec = time.perf_counter() - t0
 
         t0 = time.perf_counter()
