@@ -20,7 +20,8 @@ Per step, for each of the B questions:
 6. advantages: the M programs of a question are one group; the N suites of a program are one
    group, and TopVar keeps the ``topvar`` groups (M / N by default, so that l x N = M) with
    the largest reward spread for the test policy; a group touched by a sandbox error gets
-   zero advantages and is counted;
+   zero advantages and is counted; a program that nothing judged (no kept test in any of its
+   suites, no book test) gets advantage 0, outside its group's mean and spread;
 7. both policies are updated;
 8. the Mistake Book is updated (each loading program: its failed kept tests +1, its passed
    book tests -1; a test that timed out or did not run changes nothing) and saved as
@@ -120,7 +121,8 @@ class CodeA1Trainer(AdversarialTrainer):
             # 6. advantages: a question's M programs are one group; a program's N suites are one, of which
             # TopVar keeps the groups_kept with the widest spread of rewards per question
             code_groups = advantages_by_group([[rewards[qi, mi].code for mi in range(M)] for qi in range(B)],
-                                              [any(results[qi, mi].sandbox_error for mi in range(M)) for qi in range(B)])
+                                              [any(results[qi, mi].sandbox_error for mi in range(M)) for qi in range(B)],
+                                              [[rewards[qi, mi].evidence for mi in range(M)] for qi in range(B)])
             kept = [(qi, mi) for qi in range(B) for mi in topvar([rewards[qi, m].tests for m in range(M)], o.groups_kept)]
             test_groups = advantages_by_group([rewards[key].tests for key in kept],
                                               [bool(results[key].sandbox_error) for key in kept])

@@ -3,7 +3,8 @@ code-a1 step (harness validation, the subprocess executor, the trainer's rewards
 Book) with scripted policies, beside an honest baseline run the same way:
 
 1. one judge: a benchmark's special oracle never decides a generated test;
-2. a call is its values: respelled copies of one call earn what one call earns;
+2. a call is its values: respelled copies of one call earn what one call earns (inputs equal
+   under == that the reference answers differently stay two tests);
 3. consensus no single program can steer: an unstable program loses its vote, not the test;
    a wrong consensus answer does not stay in the Mistake Book;
 4. a book that holds what finds bugs: a slow valid test keeps the reference's time in the
@@ -102,6 +103,17 @@ def test_respelled_copies_of_one_call_earn_what_one_call_earns(plugins, executor
     # Per program: "copies" keeps one valid test, six duplicates; "one" one valid, six missing.
     assert figures["tests"] == {"duplicate": 12, "missing": 12, "valid": 4}
     assert r_t["one-bug", "copies"] == r_t["one-bug", "one"] == pytest.approx(1 / 7)  # (before: 1.0 vs 1/7)
+
+
+def test_equal_inputs_the_reference_answers_differently_stay_two_tests(plugins, executor, tmp_path):
+    reference = "def digits(x):\n    return 1 if type(x) is int else -1\n"
+    question = Problem(task_id="rules/digits", prompt="", entry_point="digits", reference=reference,
+                       tests=[parse_assert("assert digits(2) == 1", "digits", "golden/0")])
+    programs = {"right": reference, "ignores-floats": "def digits(x):\n    return 1\n"}
+    suites = {"suite": "assert digits(5) == 1\nassert digits(5.0) == -1"}
+    _, [figures], [r_c], _ = run_steps(plugins, executor, tmp_path, question, programs, suites)
+    assert figures["tests"] == {"valid": 4}
+    assert r_c == {"right": 1.0, "ignores-floats": 0.5}
 
 
 def test_one_unstable_program_cannot_remove_a_test(plugins, executor, tmp_path):

@@ -30,15 +30,14 @@ test writer that copies the majority's answer is rewarded for it; with reference
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections import Counter
 from typing import Mapping, Sequence
 
 from codea1.harness.records import ExecJob, Problem, TestCase
-from codea1.harness.verdicts import plaindata
 from codea1.harness.verdicts.execution import run_jobs
 from codea1.harness.verdicts.judge import Checker
 from codea1.harness.verdicts.validity import SECOND_SEED, parse_suite
+from codea1.trainers.method.rollouts import LOAD_ALLOWANCE
 from codea1.trainers.method.validation import (
     DUPLICATE,
     ERROR,
@@ -50,29 +49,40 @@ from codea1.trainers.method.validation import (
     ValidatedSuite,
     call_key,
     corrected,
+    normal_form,
 )
 
+VOTE_LIMIT = 2.0  # seconds a program has for each call of the vote
 
-def _output(raw, i: int) -> tuple[bool, object]:
-    """(ran without error, output) of call ``i`` in one program's result."""
+
+def _output(raw, i: int) -> tuple[bool, object, float]:
+    """(ran without error, output, seconds) of call ``i`` in one program's result."""
     outcome = raw.outcomes[i] if not raw.load_error and not raw.sandbox_error else None
-    return outcome is not None and outcome.status == "ok", outcome.value if outcome else None
+    ok = outcome is not None and outcome.status == "ok"
+    return ok, outcome.value if outcome else None, outcome.time if ok else 0.0
 
 
-def _tree_key(value) -> str:
-    return json.dumps(plaindata.to_tree(value), sort_keys=True)
+def vote_key(value) -> str | None:
+    """What a vote compares: the value's normal form under ``==`` (``validation.normal_form``:
+    2 and 2.0 agree, a dict in any order), the equality the checker then judges tests with;
+    None for a value that cannot be keyed (nested past the interpreter's recursion limit):
+    that vote is void, and nothing else is."""
+    try:
+        return repr(normal_form(value))
+    except (RecursionError, MemoryError, ValueError, TypeError):
+        return None
 
 
-def consensus_answers(outputs: Sequence[tuple[bool, object]]) -> tuple[bool, object]:
-    """(found, answer) from the candidates' (ran without error, output) pairs."""
-    ran = [value for ok, value in outputs if ok]
+def consensus_answers(outputs: Sequence[tuple]) -> tuple[bool, object]:
+    """(found, answer) from the candidates' (ran without error, output, ...) tuples."""
+    ran = [(vote_key(value), value) for ok, value, *_ in outputs if ok]
+    ran = [(key, value) for key, value in ran if key is not None]
     if not ran:
         return False, None
-    keys = [_tree_key(v) for v in ran]
-    (key, count), = Counter(keys).most_common(1)
+    (key, count), = Counter(k for k, _ in ran).most_common(1)
     if count < 2 or 2 * count <= len(ran):
         return False, None
-    return True, ran[keys.index(key)]
+    return True, next(value for k, value in ran if k == key)
 
 
 def validate_by_consensus(executor, suites: Mapping[str, tuple[Problem, Sequence[str]]], requested: int,
@@ -103,7 +113,7 @@ def validate_by_consensus(executor, suites: Mapping[str, tuple[Problem, Sequence
     out = {}
     for key, tests in parsed.items():
         qi = int(key.split("/")[0])
-        status, kept, sources, calls, seen = [], [], [], [], set()
+        status, kept, sources, calls, times, seen = [], [], [], [], [], set()
         for test in tests:
             if test is None:
                 status.append(UNPARSED)
@@ -113,7 +123,7 @@ def validate_by_consensus(executor, suites: Mapping[str, tuple[Problem, Sequence
                 status.append(DUPLICATE)
                 continue
             seen.add(ck)
-            found, answer, unstable = answers[qi][_run_key(test, problems[qi])]
+            found, answer, unstable, took = answers[qi][_run_key(test, problems[qi])]
             if not found:
                 status.append(NONDETERMINISTIC if unstable else ERROR)
             elif test.expected_source is None and Checker().check(test, answer, test.expected)[0]:
@@ -121,6 +131,7 @@ def validate_by_consensus(executor, suites: Mapping[str, tuple[Problem, Sequence
                 kept.append(test)
                 sources.append(test.source or "")
                 calls.append(ck)
+                times.append(took)
             else:
                 status.append(WRONG)
                 fixed = corrected(test, answer, problems[qi].entry_point)
@@ -128,14 +139,19 @@ def validate_by_consensus(executor, suites: Mapping[str, tuple[Problem, Sequence
                     kept.append(fixed[0])
                     sources.append(fixed[1])
                     calls.append(ck)
+                    times.append(took)
         status += [MISSING] * (requested - len(status))
-        out[key] = ValidatedSuite(status, kept, sources, [0.0] * len(kept), calls)
+        out[key] = ValidatedSuite(status, kept, sources, times, calls)
     disputed = {}
     for qi, entries in booked.items():
         gone = []
         for source, test in entries:
-            found, answer, _ = answers[qi][_run_key(test, problems[qi])] if test is not None else (False, None, False)
-            if not found or test.expected_source is not None or not Checker().check(test, answer, test.expected)[0]:
+            if test is None:
+                continue
+            found, answer, _, _ = answers[qi][_run_key(test, problems[qi])]
+            # Only a consensus that disagrees moves a test out: no consensus is no evidence (two
+            # programs that raise, or answer at random, must not make the book forget a test).
+            if found and (test.expected_source is not None or not Checker().check(test, answer, test.expected)[0]):
                 gone.append(source)
         if gone:
             disputed[qi] = gone
@@ -149,34 +165,38 @@ def _run_key(test: TestCase, problem: Problem) -> tuple:
 
 
 def _votes(executor, runs: Mapping[int, Mapping[tuple, TestCase]], problems: Mapping[int, Problem],
-           programs: Mapping[int, Sequence[str]], bench) -> dict[int, dict[tuple, tuple[bool, object, bool]]]:
+           programs: Mapping[int, Sequence[str]], bench) -> dict[int, dict[tuple, tuple[bool, object, bool, float]]]:
     """Per question and run: (a consensus was found, its answer, some program's answer was
-    unstable). Every program runs every call twice, the second time under another hash seed
-    and random state; a program whose two answers to a call differ loses its vote on that
-    call (it cannot veto the test for the others), and the stable programs vote."""
+    unstable, the slowest agreeing program's seconds: what a kept test's time limit follows).
+    Every program runs every call twice, the second time under another hash seed and random
+    state; a program whose two answers to a call differ loses its vote on that call (it cannot
+    veto the test for the others), and the stable programs vote. A job's whole-job limit is the
+    sum of its calls' limits: slow calls of one suite cannot leave another's unanswered."""
     jobs = {}
     for qi, by_run in runs.items():
         tests = [dataclasses.replace(t, id=f"c{i}", op="==", expected=None, expected_source=None)
                  for i, t in enumerate(by_run.values())]
         for mi, code in enumerate(programs[qi]):
             jobs[f"{qi}/{mi}"] = ExecJob(job_id=f"{qi}/{mi}", code=code, tests=tests, entry_point=problems[qi].entry_point,
-                                         prelude=problems[qi].prelude, time_limits=[2.0] * len(tests),
-                                         batch_timeout=10.0, memory_mb=bench.memory_mb, fail_fast=False,
-                                         large_output="value")
+                                         prelude=problems[qi].prelude, time_limits=[VOTE_LIMIT] * len(tests),
+                                         batch_timeout=VOTE_LIMIT * len(tests) + LOAD_ALLOWANCE,
+                                         memory_mb=bench.memory_mb, fail_fast=False, large_output="value")
     seconds = [dataclasses.replace(j, job_id=f"{j.job_id}#2", hash_seed=SECOND_SEED, random_seed=SECOND_SEED)
                for j in jobs.values()]
     raws = run_jobs(executor, [*jobs.values(), *seconds])
-    answers: dict[int, dict[tuple, tuple[bool, object, bool]]] = {}
+    answers: dict[int, dict[tuple, tuple[bool, object, bool, float]]] = {}
     for qi, by_run in runs.items():
         answers[qi] = {}
         for i, key in enumerate(by_run):
             stable, unstable = [], False
             for mi in range(len(programs[qi])):
                 first, second = (_output(raws[f"{qi}/{mi}{suffix}"], i) for suffix in ("", "#2"))
-                if first[0] != second[0] or (first[0] and _tree_key(first[1]) != _tree_key(second[1])):
+                if first[0] != second[0] or (first[0] and vote_key(first[1]) != vote_key(second[1])):
                     unstable = True  # this program's vote on this call is void
                     continue
                 stable.append(first)
             found, answer = consensus_answers(stable)
-            answers[qi][key] = (found, answer, unstable)
+            took = max((s for ok, value, s in stable if ok and vote_key(value) == vote_key(answer)), default=0.0) \
+                if found else 0.0
+            answers[qi][key] = (found, answer, unstable, took)
     return answers

@@ -75,6 +75,12 @@ class ProgramResult:
         return passed / ran if ran > 0 else None
 
 
+def _book_key(call: str, test: TestCase) -> str:
+    """What makes two failed tests one Mistake Book entry: the call and its wrapper (a weak
+    ``len(f(x)) == 3`` must not hold the slot of ``f(x) == [...]``, which finds more)."""
+    return call if test.wrap is None else f"{call} {test.wrap!r}"
+
+
 class LayoutChecker(Checker):
     """One judge per kind of test: the golden tests by the benchmark's checker (its special
     oracles judge its own tests, as evaluation does), every generated and Mistake Book test by
@@ -132,9 +138,11 @@ class SuiteLayout:
         return ProgramResult(
             loads=run.loads, sandbox_error=run.sandbox_error, suites=[run.counts(s0, s1) for s0, s1 in self.spans],
             book=run.counts(b0, b1), book_total=b1 - b0, golden_passes=run.passes[slice(*self.golden_span)],
-            new_statuses=[(src, statuses[s0 + j], call, took) for v, (s0, _) in zip(self.validated, self.spans)
-                          for j, (src, call, took) in enumerate(zip(v.kept_sources, v.kept_calls or v.kept_sources,
-                                                                    v.kept_times or [0.0] * len(v.kept)))],
+            new_statuses=[(src, statuses[s0 + j], _book_key(call, test), took)
+                          for v, (s0, _) in zip(self.validated, self.spans)
+                          for j, (src, test, call, took) in enumerate(zip(v.kept_sources, v.kept,
+                                                                          v.kept_calls or v.kept_sources,
+                                                                          v.kept_times or [0.0] * len(v.kept)))],
             book_statuses=list(zip(self.book_sources, statuses[b0:b1])))
 
     def suite_results(self, result: ProgramResult, requested: int, responses: Sequence[str]) -> list[SuiteResult]:

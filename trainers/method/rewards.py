@@ -34,7 +34,8 @@ Two reward variants (``reward.variant``):
 R_C is a mean over the suites that have kept tests: a suite with none (empty, unparseable,
 every assert raising on the reference) says nothing about the code and is left out, in both
 variants; when no suite has any, R_C is the book's part alone (Pass_hist, att_pass), or 0
-without a book.
+without a book: then nothing judged the program (``Rewards.evidence`` is false), and its
+advantage is 0, outside its group's mean and spread (``advantages_by_group``).
 
 Tests that did not run on the candidate (``kept_not_run``, ``book_not_run``: its budget
 ran out after timeouts) are the code's doing, not the tests': for the test reward (R_adv,
@@ -127,6 +128,7 @@ class Rewards:
     code: float
     tests: list[float]
     parts: list[dict[str, float]] = field(default_factory=list)
+    evidence: bool = True  # some suite kept a test, or the book had tests: R_C says something
 
 
 def nonprintable_ratio(text: str) -> float:
@@ -218,7 +220,7 @@ def candidate_rewards(suites: Sequence[SuiteResult], alpha: float = 0.5, variant
             code = code_hist if book else 0.0
     else:  # each suite's final_pass already holds the book's part; with no kept test, the book's alone
         code = sum(informative) / len(informative) if informative else passes[0]
-    return Rewards(code, tests, parts)
+    return Rewards(code, tests, parts, evidence=bool(informative) or book)
 
 
 def group_advantages(rewards: Sequence[float], eps: float = ADVANTAGE_EPS) -> tuple[list[float], bool]:
@@ -264,9 +266,12 @@ class Grouped:
     groups: int = 0
 
 
-def advantages_by_group(rewards: Sequence[Sequence[float]], sandbox_errors: Sequence[bool] | None = None) -> Grouped:
+def advantages_by_group(rewards: Sequence[Sequence[float]], sandbox_errors: Sequence[bool] | None = None,
+                        evidence: Sequence[Sequence[bool]] | None = None) -> Grouped:
     """GRPO advantages within each group, flattened in order. A group with a sandbox error
-    gets zero advantages (its rewards are not what the policy earned) and is counted."""
+    gets zero advantages (its rewards are not what the policy earned) and is counted. A
+    sample without evidence (``evidence[i][j]`` false: nothing judged it) gets advantage 0 and
+    is left out of its group's mean and spread."""
     out = Grouped([])
     for i, group in enumerate(rewards):
         out.groups += 1
@@ -274,7 +279,9 @@ def advantages_by_group(rewards: Sequence[Sequence[float]], sandbox_errors: Sequ
             out.sandbox_error_groups += 1
             out.advantages += [0.0] * len(group)
             continue
-        adv, flat = group_advantages(group)
+        judged = evidence[i] if evidence is not None else [True] * len(group)
+        adv, flat = group_advantages([r for r, e in zip(group, judged) if e])
         out.zero_variance_groups += flat
-        out.advantages += adv
+        scored = iter(adv)
+        out.advantages += [next(scored) if e else 0.0 for e in judged]
     return out

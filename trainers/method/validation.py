@@ -46,9 +46,11 @@ def call_key(test: TestCase, problem: Problem | None = None) -> str:
     (positional or keyword alike, literal defaults filled in), each value in a normal form in
     which values equal under ``==`` are one (``True``, ``1`` and ``1.0``; a set and a
     frozenset; a dict in any order; every NaN). Its wrapper (``int(...)``, ``len(...)``,
-    ``sorted(...)``), its operator and its answer are not part of it: they do not change which
-    input finds a bug. So ``add(7, 1)``, ``add(7.0, 1)``, ``add(7, True)``, ``add(a=7, b=1)`` and
-    ``int(add(7, 1))`` are one test, paid once. A test whose call is not plain data keeps its
+    ``sorted(...)``), its operator and its answer are not part of it. Validation takes two tests
+    of a suite for one when their keys match and the reference answers both alike (under
+    ``==``): so ``add(7, 1)``, ``add(7.0, 1)``, ``add(7, True)``, ``add(a=7, b=1)`` and
+    ``int(add(7, 1))`` are one test, paid once, while ``digits(5)`` and ``digits(5.0)``, which
+    the reference answers differently, stay two. A test whose call is not plain data keeps its
     call expression up to spacing and quotes."""
     import ast
 
@@ -61,7 +63,7 @@ def call_key(test: TestCase, problem: Problem | None = None) -> str:
         return source
 
 
-def _normal(value: Any) -> Any:
+def normal_form(value: Any) -> Any:
     """``value`` in a form where values equal under ``==`` are equal, containers by kind."""
     kind = type(value)
     if kind is bool or kind is int:
@@ -71,13 +73,13 @@ def _normal(value: Any) -> Any:
             return ("nan",)
         return ("n", int(value)) if value.is_integer() else ("n", value)
     if kind is complex:
-        return _normal(value.real) if value.imag == 0 else ("c", value.real, value.imag)
+        return normal_form(value.real) if value.imag == 0 else ("c", value.real, value.imag)
     if kind is list or kind is tuple:
-        return ("l" if kind is list else "t", tuple(_normal(v) for v in value))
+        return ("l" if kind is list else "t", tuple(normal_form(v) for v in value))
     if kind is set or kind is frozenset:
-        return ("set", tuple(sorted((_normal(v) for v in value), key=repr)))
+        return ("set", tuple(sorted((normal_form(v) for v in value), key=repr)))
     if kind is dict:
-        return ("d", tuple(sorted(((_normal(k), _normal(v)) for k, v in value.items()), key=repr)))
+        return ("d", tuple(sorted(((normal_form(k), normal_form(v)) for k, v in value.items()), key=repr)))
     return (kind.__name__, repr(value))
 
 
@@ -85,7 +87,7 @@ def _bound(args: Sequence[Any], kwargs: Mapping[str, Any], signature: tuple | No
     """The call's arguments by parameter (normal forms), as Python would bind them to the
     reference's signature; by position and keyword as written where there is no signature or
     the call would not bind."""
-    written = (tuple(_normal(a) for a in args), tuple(sorted((k, _normal(v)) for k, v in kwargs.items())))
+    written = (tuple(normal_form(a) for a in args), tuple(sorted((k, normal_form(v)) for k, v in kwargs.items())))
     if signature is None:
         return written
     positional, keyword_only, defaults, varargs, varkw = signature
@@ -99,7 +101,7 @@ def _bound(args: Sequence[Any], kwargs: Mapping[str, Any], signature: tuple | No
         bound[name] = value
     for name, value in defaults.items():
         bound.setdefault(name, value)
-    return (tuple(sorted((k, _normal(v)) for k, v in bound.items())), tuple(_normal(a) for a in extra))
+    return (tuple(sorted((k, normal_form(v)) for k, v in bound.items())), tuple(normal_form(a) for a in extra))
 
 
 def _signature(problem: Problem | None) -> tuple | None:
@@ -131,6 +133,19 @@ def _parsed_signature(reference: str, entry_point: str) -> tuple | None:
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
             continue  # a default that is not a literal: a call that omits it keeps its own key
     return tuple(positional), tuple(x.arg for x in a.kwonlyargs), defaults, a.vararg is not None, a.kwarg is not None
+
+
+def _answer_key(check, usable: int | None, position: int) -> str:
+    """The reference's answer to the call of the test at ``position`` in a normal form under
+    ``==``; what stands for it where the reference raised, was not stable or cannot be keyed."""
+    if position in check.nondeterministic:
+        return "nondeterministic"
+    if check.reference is None or usable not in check.reference.values:
+        return "raised"
+    try:
+        return repr(normal_form(check.reference.value(usable)))
+    except (RecursionError, MemoryError, ValueError, TypeError):
+        return f"unkeyed {position}"  # never the same as another's
 
 
 def corrected(test: TestCase, value: Any, entry_point: str | None = None) -> tuple[TestCase, str] | None:
@@ -174,13 +189,14 @@ def _parse_once(parses: dict, problem: Problem, source: str, position: int) -> t
 def validate_for_training(executor, suites: Mapping[str, tuple[Problem, Sequence[str]]], requested: int, *,
                           memory_mb: int = 4096) -> dict[str, ValidatedSuite]:
     """The paper's test validation, one executor batch for every suite: a test is valid when
-    it parses, its call is unique within the suite, it runs on the reference and its answer
-    is right. A wrong answer is corrected and kept (still invalid); the rest is dropped.
+    it parses, its call is unique within the suite (``call_key``, answered alike by the
+    reference), it runs on the reference and its answer is right. A wrong answer is corrected
+    and kept (still invalid); the rest is dropped.
     Positions beyond what the writer produced, up to ``requested``, are "missing".
 
     The suites of one question share most of their asserts (M programs x N suites of K): each
     distinct assert of a question runs once on its reference, in one job per question."""
-    positions: dict[str, list[tuple[str, TestCase | None, str]]] = {}  # suite -> (source, test, call) per position
+    positions: dict[str, list[tuple[str, TestCase | None, str]]] = {}  # suite -> per position: source, test, call
     distinct: dict[str, dict[str, TestCase]] = {}  # question -> source -> test
     problems: dict[str, Problem] = {}
     # A question's suites repeat most of their asserts: each distinct source of a question is
@@ -189,23 +205,22 @@ def validate_for_training(executor, suites: Mapping[str, tuple[Problem, Sequence
     parses: dict[tuple[str, str], tuple[TestCase | None, str]] = {}
     for key, (problem, sources) in suites.items():
         problems[problem.task_id] = problem
-        seen, row = set(), []
+        row = []
         for position, src in enumerate(list(sources)[:requested]):
             test, call = parses.get((problem.task_id, src)) or _parse_once(parses, problem, src, position)
             if test is not None:
-                if call in seen:
-                    test = DUPLICATE  # a marker: its position is a duplicate call
-                else:
-                    seen.add(call)
-                    distinct.setdefault(problem.task_id, {}).setdefault(src.strip(), test)
+                distinct.setdefault(problem.task_id, {}).setdefault(src.strip(), test)
             row.append((src.strip(), test, call))
         positions[key] = row
     checks = check_suites(executor, {task: (problems[task], list(tests.values())) for task, tests in distinct.items()},
                           memory_mb=memory_mb, recheck_outputs=True)
     verdicts: dict[tuple[str, str], tuple[str, TestCase | None, str, float]] = {}
+    answers: dict[tuple[str, str], str] = {}  # the reference's answer to each test's call, as == sees it
     for task, tests in distinct.items():
         check = checks[task]
+        usable = check.usable()
         for i, (src, test) in enumerate(tests.items()):
+            answers[(task, src)] = _answer_key(check, usable.get(i), i)
             if i in check.nondeterministic:
                 verdicts[(task, src)] = (NONDETERMINISTIC, None, "", 0.0)
             elif check.valid[i]:
@@ -219,10 +234,17 @@ def validate_for_training(executor, suites: Mapping[str, tuple[Problem, Sequence
     for key, row in positions.items():
         task = suites[key][0].task_id
         suite = ValidatedSuite([], [], [], [])
+        seen = set()
         for src, test, call in row:
-            if test is DUPLICATE or test is None:
-                suite.status.append(DUPLICATE if test is DUPLICATE else UNPARSED)
+            if test is None:
+                suite.status.append(UNPARSED)
                 continue
+            # The same values reaching the function, answered alike by the reference: one test.
+            same = (call, answers[(task, src)])
+            if same in seen:
+                suite.status.append(DUPLICATE)
+                continue
+            seen.add(same)
             status, kept, kept_source, took = verdicts[(task, src)]
             suite.status.append(status)
             if kept is not None:

@@ -6,7 +6,14 @@ import math
 
 import pytest
 
-from codea1.trainers.method.rewards import SuiteResult, candidate_rewards, group_advantages, nonprintable_ratio, topvar
+from codea1.trainers.method.rewards import (
+    SuiteResult,
+    advantages_by_group,
+    candidate_rewards,
+    group_advantages,
+    nonprintable_ratio,
+    topvar,
+)
 
 
 def suite(valid, corrected=0, passed=0, failed=0, book_passed=0, book_total=0, k=8, loads=True, response=""):
@@ -197,3 +204,15 @@ def test_a_suite_none_of_whose_tests_ran_gets_no_pass_and_no_attack():
         SuiteResult(requested=2, valid=2, kept_passed=1, kept_failed=1, kept_not_run=1).check()
     with pytest.raises(ValueError):
         SuiteResult(requested=2, valid=2, kept_passed=2, book_passed=2, book_total=2, book_not_run=1).check()
+
+
+def test_a_program_nothing_judged_gets_no_advantage():
+    """No suite kept a test and no book: R_C 0 says nothing; such a program's advantage is 0,
+    and the group's mean and spread are the judged programs' alone."""
+    unjudged = candidate_rewards([suite(0), suite(0)])
+    assert (unjudged.code, unjudged.evidence) == (0.0, False)
+    assert candidate_rewards([suite(0, book_passed=1, book_total=2)]).evidence
+    judged = [1.0, 0.0, 1.0]
+    plain = advantages_by_group([judged]).advantages
+    grouped = advantages_by_group([judged[:1] + [unjudged.code] + judged[1:]], evidence=[[True, False, True, True]])
+    assert grouped.advantages == [plain[0], 0.0, plain[1], plain[2]]
