@@ -64,6 +64,26 @@ def test_the_wheel_holds_only_codea1(tmp_path):
                      "codea1/plugins/executors/subprocess.py", "codea1/benchmarks/demo/samples.jsonl"):
         assert expected in names, expected
 
+    # Installed from the wheel (not editable) and run from a checkout's root, whose bare codea1/
+    # folder is not the package: the sandbox's zygotes still import the installed one.
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True, timeout=300)
+    python = venv / "bin" / "python"
+    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    # This environment's packages (pluggy, tqdm, ...) on the path, after the new one's own; its
+    # .pth files are not run, so an editable codea1 of this environment stays out of sight.
+    Path(site, "zz_parent.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    install = subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
+                             capture_output=True, text=True, timeout=600)
+    assert install.returncode == 0, install.stderr
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    run = subprocess.run([str(venv / "bin" / "codea1"), "evaluate", "--benchmark", "demo", "--out",
+                          str(tmp_path / "run"), "--no-progress"], capture_output=True, text=True, env=env, cwd=src,
+                         timeout=600)
+    assert run.returncode == 0, run.stderr
+    assert json.loads((tmp_path / "run" / "results.json").read_text())["counts"]["sandbox_error"] == 0
+
 
 def demo_samples(path: Path) -> Path:
     rows = [{"task_id": "squares/0", "solution": "def square(x):\n    return x ** 2\n"},

@@ -255,7 +255,11 @@ class ZygotePool:
         # seed is fixed when the interpreter starts: another seed needs another pool).
         env["PYTHONHASHSEED"] = str(int(hash_seed))
         env["PYTHONPATH"] = os.pathsep.join([*package_roots(), *sys.path[1:]])
-        self._argv = [*prefix, python, "-m", "codea1.harness.sandbox.zygote", "--preload", ",".join(preload), *zygote_args]
+        # -P (Python 3.11+): the working directory does not go first on the zygote's sys.path, so
+        # a checkout's bare codea1/ folder cannot shadow the installed package.
+        safe_path = ["-P"] if sys.version_info >= (3, 11) else []
+        self._argv = [*prefix, python, *safe_path, "-m", "codea1.harness.sandbox.zygote", "--preload",
+                      ",".join(preload), *zygote_args]
         self._env = env
         self._free: queue.Queue[_Zygote] = queue.Queue()
         self._all: list[_Zygote] = []
