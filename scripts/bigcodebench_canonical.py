@@ -31,7 +31,7 @@ NO_MODULE = re.compile(r"No module named '([\w.]+)'")
 # Reasons by what the first failing test's message says, first match wins. The sandbox refuses
 # fork/exec (EAGAIN), has no network, shows a program its own /proc entries and the machine's
 # cpuinfo, meminfo, stat, uptime and loadavg only, and lets it write only in its own directory
-# (README, "The sandbox").
+# (docs/sandbox.md).
 REASONS = [
     (r"_TestTimeout|^(\S+: )?exceeded [\d.]+s|^timeout", "timeout"),
     (r"BlockingIOError", "starts a process (the sandbox refuses fork/exec)"),

@@ -1,4 +1,4 @@
-"""The `watch` extra installs a TensorBoard that starts: the README's `tensorboard --logdir
+"""The `watch` extra installs a TensorBoard that starts: docs/training.md's `tensorboard --logdir
 DIR` run for real on event files codea1's own TensorBoard writer made, and asked over HTTP
 for the runs it found. (TensorBoard up to 2.20 imports pkg_resources, which setuptools 81
 removed: pyproject.toml's watch extra pins setuptools below 81.)"""

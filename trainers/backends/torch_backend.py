@@ -16,7 +16,7 @@ per call:
   batches of ``generation_batch`` sequences (0: from the free device memory); ``decode``
   ``eager`` (finished sequences leave the batch; ``auto`` on a CPU) or ``compiled`` (a
   static KV cache, the decode step compiled with CUDA graphs; ``auto`` on CUDA, where the
-  eager loop is CPU-bound: README, "Training on one GPU", has the figures); either way each
+  eager loop is CPU-bound: docs/performance.md has the figures); either way each
   distinct prompt of a batch is read into the KV cache once for all its samples. Each
   response then gets its per-token log-probabilities from a forward pass of the policy
   (logits divided by the sampling temperature, the distribution it was drawn from), in

