@@ -69,14 +69,16 @@ def test_the_wheel_holds_only_codea1(tmp_path):
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True, timeout=300)
     python = venv / "bin" / "python"
-    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                          capture_output=True, text=True, check=True).stdout.strip()
-    # This environment's packages (pluggy, tqdm, ...) on the path, after the new one's own; its
-    # .pth files are not run, so an editable codea1 of this environment stays out of sight.
-    Path(site, "zz_parent.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     install = subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
                              capture_output=True, text=True, timeout=600)
     assert install.returncode == 0, install.stderr
+    assert (venv / "bin" / "codea1").exists(), install.stdout
+    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    # Then this environment's packages (pluggy, tqdm, ...) on the path, after the new one's own
+    # (written after the install, so that pip did not take this environment's codea1 for it); its
+    # .pth files are not run, so an editable codea1 of this environment stays out of sight.
+    Path(site, "zz_parent.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     run = subprocess.run([str(venv / "bin" / "codea1"), "evaluate", "--benchmark", "demo", "--out",
                           str(tmp_path / "run"), "--no-progress"], capture_output=True, text=True, env=env, cwd=src,
