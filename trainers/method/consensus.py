@@ -19,8 +19,9 @@ The returned suites have the shape ``validation.validate_for_training`` returns,
 trainer does not care which ran.
 
 The Mistake Book's tests of each question are voted on again with the suites: one whose call
-has no consensus now, or whose answer the consensus does not back, leaves the book (a wrong
-majority that corrected a test once does not keep it there for good).
+now has a consensus its answer does not match leaves the book (a wrong majority that
+corrected a test once does not keep it there for good); no consensus is no evidence, and it
+stays.
 
 Limits of majority voting itself: three identical wrong programs outvote one right one, and a
 test writer that copies the majority's answer is rewarded for it; with references
@@ -92,8 +93,8 @@ def validate_by_consensus(executor, suites: Mapping[str, tuple[Problem, Sequence
     """``suites`` keyed "question/program/suite" (the question index first); ``programs``:
     each question's candidate programs; ``book``: each question's Mistake Book tests, voted on
     again. Returns the validated suites, and per question the book tests the vote no longer
-    backs (their call has no consensus now, or their answer is not the consensus'): the
-    evidence that put them there changed, and they leave the book."""
+    backs (their call now has a consensus their answer does not match): the evidence that put
+    them there changed, and they leave the book."""
     parsed: dict[str, list[TestCase | None]] = {}
     runs: dict[int, dict[tuple, TestCase]] = {}  # question -> (call, wrapper) -> a test that runs it
     problems = {int(key.split("/")[0]): problem for key, (problem, _) in suites.items()}
@@ -119,11 +120,12 @@ def validate_by_consensus(executor, suites: Mapping[str, tuple[Problem, Sequence
                 status.append(UNPARSED)
                 continue
             ck = call_key(test, problems[qi])
-            if ck in seen:
+            found, answer, unstable, took = answers[qi][ck, repr(test.wrap)]
+            same = (ck, vote_key(answer) if found else None)  # one call, answered alike: one test
+            if same in seen:
                 status.append(DUPLICATE)
                 continue
-            seen.add(ck)
-            found, answer, unstable, took = answers[qi][_run_key(test, problems[qi])]
+            seen.add(same)
             if not found:
                 status.append(NONDETERMINISTIC if unstable else ERROR)
             elif test.expected_source is None and Checker().check(test, answer, test.expected)[0]:
