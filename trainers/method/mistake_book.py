@@ -124,11 +124,11 @@ class MistakeBook:
                 change.removed.append(test)
             else:
                 change.decremented.append(test)
-        while len(tests) > self.limit:  # the least frequent leave first, the newest among them
+        if len(tests) > self.limit:  # the least frequent leave first, the newest among them
             order = {t: i for i, t in enumerate(tests)}
-            weakest = min(tests, key=lambda t: (tests[t], -order[t]))
-            self._drop(question, weakest)
-            change.removed.append(weakest)
+            for weakest in sorted(tests, key=lambda t: (tests[t], -order[t]))[:len(tests) - self.limit]:
+                self._drop(question, weakest)
+                change.removed.append(weakest)
         if not tests:
             self._forget(question)
         return change
