@@ -140,19 +140,22 @@ def problems_from_evalplus(raw: dict[str, dict], dataset: str) -> list[Problem]:
 
 class EvalplusChecker(Checker):
     """evalplus' ``unsafe_execute`` comparison, statement for statement, on plain data.
-    Stateful like the original: once a float output is seen, atol stays 1e-6."""
+    Stateful like the original: once a float output is seen, atol stays 1e-6. With
+    ``special_oracles`` false, the per-task oracles (MBPP+'s sum_div, are_equivalent, ...,
+    HumanEval+'s find_zero) are left out: equality, or allclose within the tolerance."""
 
-    def __init__(self, dataset: str, entry_point: str, atol: float):
+    def __init__(self, dataset: str, entry_point: str, atol: float, special_oracles: bool = True):
         self.dataset = dataset
         self.entry_point = entry_point
         self.atol = atol
+        self.special_oracles = special_oracles
 
     def check(self, test: TestCase, out: Any, exp: Any) -> tuple[bool, str]:
         np, is_floats, oracle = _evalplus_parts()
         inp = test.args or []
         try:
             exact_match = out == exp
-            if self.dataset == "mbpp":
+            if self.dataset == "mbpp" and self.special_oracles:
                 ep = self.entry_point
                 if ep == "are_equivalent":  # Mbpp/164
                     exact_match = True
@@ -166,7 +169,7 @@ class EvalplusChecker(Checker):
                     exact_match = set(out) == set(exp)
                 elif ep in oracle.MBPP_OUTPUT_NOT_NONE_TASKS:
                     exact_match = out == exp if isinstance(out, bool) else exp == (out is not None)
-            if self.dataset == "humaneval" and self.entry_point == "find_zero":
+            if self.dataset == "humaneval" and self.entry_point == "find_zero" and self.special_oracles:
                 ok = abs(oracle._poly(*inp, out)) <= self.atol
                 return (True, "") if ok else (False, f"|poly(x={out!r})| > atol {self.atol}")
             if self.atol == 0 and is_floats(exp):
@@ -228,6 +231,10 @@ class EvalplusBenchmark(Benchmark):
 
     def checker(self, problem: Problem) -> Checker:
         return EvalplusChecker(self.dataset, problem.entry_point, problem.metadata.get("atol", 0.0))
+
+    def plain_checker(self, problem: Problem) -> Checker:
+        return EvalplusChecker(self.dataset, problem.entry_point, problem.metadata.get("atol", 0.0),
+                               special_oracles=False)
 
     def reference_expected(self, problem: Problem) -> bool:
         return True

@@ -63,6 +63,12 @@ class Benchmark:
         """A fresh checker per sample; benchmarks with special comparison rules override."""
         return Checker()
 
+    def plain_checker(self, problem: Problem) -> Checker:
+        """The benchmark's comparison without its per-task special oracles (float tolerance
+        kept): what training falls back to where a special oracle accepts a constant
+        program. The same as ``checker`` unless a benchmark has such oracles."""
+        return self.checker(problem)
+
     def reference_expected(self, problem: Problem) -> bool:
         """True when expected values come from running the reference solution (HumanEval+,
         MBPP+) rather than from the tests themselves."""

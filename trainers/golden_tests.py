@@ -12,6 +12,11 @@ Options: ``m`` (programs per question, 8), ``code_timeout`` (seconds per program
 its tests, 10), ``allow_in_process_rewards`` (false: golden tests judged inside the program's
 own process are left out of the reward and counted in the step log as
 ``golden_in_process_left_out``; a question left with none gets zero advantage).
+
+A benchmark's special oracle judges the golden tests unless one constant answer passes all
+of a question's call tests under it and not under the plain comparison (MBPP+'s sum_div
+accepts any 0): then the plain comparison on the reference's answers does
+(``rollouts.GoldenTests.checker``; ``golden_plain_checks`` in the step log counts them).
 """
 
 from __future__ import annotations
@@ -66,7 +71,8 @@ class GoldenTestsTrainer(Trainer):
             golden = self.golden.of(questions)
             runs = {(qi, mi): (q, program(q, sample.text), *golden[q.task_id])
                     for qi, (q, samples) in enumerate(zip(questions, rollouts)) for mi, sample in enumerate(samples)}
-            results = run_codes(executor, runs, bench, o.code_timeout)
+            checkers = {key: self.golden.checker(q) for key, (q, *_) in runs.items()}
+            results = run_codes(executor, runs, bench, o.code_timeout, checkers=checkers)
         with ctx.phase("update", "update_s"):  # reward: the share of golden tests passed; a group per question
             rewards = [[mean(results[(qi, mi)].passes) for mi in range(o.m)] for qi in range(len(questions))]
             errors = [any(results[(qi, mi)].sandbox_error for mi in range(o.m)) for qi in range(len(questions))]
@@ -79,6 +85,7 @@ class GoldenTestsTrainer(Trainer):
                 "solved": sum(r == 1.0 for r in flat_rewards), "programs": len(flat_rewards),
                 "loads": sum(r.loads for r in results.values()),
                 "golden_in_process_left_out": sum(self.golden.left_out[q.task_id] for q in questions),
+                "golden_plain_checks": sum(q.task_id in self.golden.plain for q in questions),
                 "zero_variance_groups": grouped.zero_variance_groups, "sandbox_error_groups": grouped.sandbox_error_groups,
                 "advantage_abs_mean": mean([abs(a) for a in grouped.advantages]), **update_stats("code", stats)}
 

@@ -9,7 +9,9 @@ Book) with scripted policies, beside an honest baseline run the same way:
    a wrong consensus answer does not stay in the Mistake Book;
 4. a book that holds what finds bugs: a slow valid test keeps the reference's time in the
    book; a program that raises everywhere cannot flood it;
-5. an empty suite says nothing: it does not lower a right program's reward.
+5. an empty suite says nothing: it does not lower a right program's reward;
+6. a part's timeouts end that part: two timeouts in one suite leave the other suites run;
+7. the golden-tests trainer pays no constant program through a special oracle.
 """
 
 from __future__ import annotations
@@ -88,6 +90,36 @@ def test_a_special_oracle_judges_the_benchmarks_tests_only(plugins, executor, tm
     # K = 1, valid, the right programs pass it: R_T = 0.5 x 1 + 0.5 x 0 (the oracle: 1.0)
     assert r_t["reference-text", "none-answer"] == r_t["right-other-text", "none-answer"] == 0.5
     assert r_c == {"reference-text": 1.0, "right-other-text": 1.0}
+
+
+def test_the_golden_tests_trainer_pays_no_constant_through_a_special_oracle(plugins, executor, tmp_path):
+    """golden-tests: the golden tests are the whole reward. sum_div's oracle accepts any 0,
+    so a program returning 0 earned 1.0 while an honest wrong one earned 1/3; a constant
+    passes every golden test there and not under the plain comparison, so the plain one
+    judges. An oracle no constant passes (check_str's "is not None") still judges."""
+    pytest.importorskip("evalplus", reason="evalplus is not installed (pip install 'codea1[benchmarks]')")
+    from codea1.trainers.golden_tests import GoldenTestsOptions, GoldenTestsTrainer
+
+    def step(question, programs):
+        code = ScriptedPolicy([[fenced(c) for c in programs.values()]])
+        context = scripted_context(plugins, plugins.benchmarks.create("mbpp+"), executor, code, ScriptedPolicy([]),
+                                   tmp_path / question.entry_point)
+        figures = GoldenTestsTrainer(GoldenTestsOptions(m=len(programs)), context=context).step(0, [question])
+        return figures, dict(zip(programs, code.updates[-1][1]))
+
+    question = mbpp_question("Mbpp/295", "sum_div", SUM_DIV, [8, 12, 1])
+    figures, rewards = step(question, {"reference-text": SUM_DIV, "constant-zero": "def sum_div(number):\n    return 0\n",
+                                       "honest-wrong": SUM_DIV.replace("range(2, number)", "range(2, number + 1)")})
+    assert rewards["reference-text"] == 1.0 and rewards["honest-wrong"] == pytest.approx(1 / 3)
+    assert rewards["constant-zero"] <= rewards["honest-wrong"], rewards  # (the oracle: 1.0 against 1/3)
+    assert figures["golden_plain_checks"] == 1
+
+    question = mbpp_question("Mbpp/737", "check_str", CHECK_STR, ["annie", "dawood", "Else"])
+    figures, rewards = step(question, {"reference-text": CHECK_STR, "always-none": "def check_str(s):\n    return None\n",
+                                       "right-other-text": "import re\ndef check_str(s):\n"
+                                                           "    return re.match(r'[aeiouAEIOU]\\w*', s)\n"})
+    assert figures["golden_plain_checks"] == 0
+    assert rewards == {"reference-text": 1.0, "always-none": pytest.approx(1 / 3), "right-other-text": 1.0}
 
 
 def test_respelled_copies_of_one_call_earn_what_one_call_earns(plugins, executor, tmp_path):
@@ -184,3 +216,16 @@ def test_an_empty_suite_does_not_lower_a_right_programs_reward(plugins, executor
                                        reward_variant=variant)
     assert figures["tests"] == {"error": 4, "valid": 4}
     assert r_c == {"right": 1.0, "partial": 0.5}  # (before: 0.5 and 0.25)
+
+
+def test_two_timeouts_in_one_suite_leave_the_other_suites_their_results(plugins, executor, tmp_path):
+    """Both programs hang on inputs of 100 and more; one is right elsewhere, one wrong at 5.
+    The "hangs" suite's two timeouts end that suite only: the "plain" suite still runs and
+    tells the two apart (before: it was left unrun, and both programs earned 0.0)."""
+    hangs = "def sq(x):\n    while x >= 100:\n        pass\n    return x * x{}\n"
+    programs = {"slow-right": hangs.format(""), "slow-wrong-at-5": hangs.format(" + (x == 5)")}
+    suites = {"hangs": "assert sq(100) == 10000\nassert sq(101) == 10201\nassert sq(2) == 4",
+              "plain": "assert sq(3) == 9\nassert sq(5) == 25"}
+    _, [figures], [r_c], _ = run_steps(plugins, executor, tmp_path, SQ_QUESTION, programs, suites)
+    assert figures["tests"] == {"missing": 2, "valid": 10}  # K = 3: "plain" has two of three
+    assert r_c == {"slow-right": 0.5, "slow-wrong-at-5": 0.25}  # (before: 0.0 and 0.0)

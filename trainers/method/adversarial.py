@@ -90,12 +90,14 @@ class AdversarialTrainer(Trainer):
     def run_programs(self, runs: Mapping[Hashable, tuple[Problem, str, SuiteLayout]]) -> dict[Hashable, ProgramResult]:
         """Every (question, program, layout) in one executor batch; a program's budget is
         ``code_timeout`` for its generated and book tests, its golden tests' time on top; each
-        kind of test judged by its own rule (``layout.LayoutChecker``)."""
+        kind of test judged by its own rule (``layout.LayoutChecker``); a part's timeouts end
+        that part, not the program's run."""
         o, run = self.options, self.context.run
         done = run_codes(run.executor, {key: (q, code, layout.tests, layout.limits)
                                         for key, (q, code, layout) in runs.items()}, run.bench, o.code_timeout,
                          {key: o.code_timeout + layout.golden_seconds for key, (_, _, layout) in runs.items()},
-                         {key: layout.checker(run.bench, q) for key, (q, _, layout) in runs.items()})
+                         {key: layout.checker(run.bench, q) for key, (q, _, layout) in runs.items()},
+                         {key: layout.part_starts for key, (_, _, layout) in runs.items()})
         return {key: layout.read(done[key]) for key, (_, _, layout) in runs.items()}
 
     def rewards(self, layout: SuiteLayout, result: ProgramResult, responses: Sequence[str]) -> Rewards:

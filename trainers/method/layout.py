@@ -127,6 +127,12 @@ class SuiteLayout:
         return lambda: LayoutChecker(golden, bench.checker(problem))
 
     @property
+    def part_starts(self) -> list[int]:
+        """Where each part (a suite, the book, the golden tests) starts: a part's timeouts
+        end that part only (``rollouts.run_codes``)."""
+        return [start for start, _ in [*self.spans, self.book_span, self.golden_span]]
+
+    @property
     def golden_seconds(self) -> float:
         """The golden tests' own time: a program's budget covers its generated and book
         tests (the paper's 10 s); the golden tests, logged and never rewarded, get theirs on top."""

@@ -3,8 +3,8 @@
 Retrieval: a question's ``top`` tests (8) by frequency, most frequent first, ties in the
 order they entered the book; every candidate of the question runs the same list. Update,
 per candidate code that loads (the paper's "valid candidate"): each kept generated test it
-failed gets +1 (entering the book with 1), each book test it passed gets -1, and a test at
-0 leaves the book. ``record`` takes one program's results as the trainers read them back
+failed gets +w (entering the book with w; below), each book test it passed gets -1, and a
+test at 0 or below leaves the book. ``record`` takes one program's results as the trainers read them back
 (``layout.ProgramResult``).
 
 What a program's failures are worth is weighed by evidence:
@@ -12,9 +12,12 @@ What a program's failures are worth is weighed by evidence:
 * a test is one entry per call (``validation.call_key``: the same values reaching the
   function): respelled copies of a failed call add to one entry, and a test failed in several
   of one candidate's suites counts once for that candidate;
-* a program that passed none of the generated tests it ran (it raises, or answers wrongly,
-  everywhere) says nothing about which tests find bugs: its failures add nothing, so a broken
-  program cannot fill the book with easy tests and push the hard ones out of the top;
+* a failure is worth w, the failing program's pass rate on the generated tests it ran (the
+  paper's +1 is w = 1): a test failed by a program right almost everywhere says more about
+  finding bugs than one failed by a program wrong almost everywhere. A program that passed
+  none of them (it raises, or answers wrongly, everywhere) adds nothing, and one that passes
+  a trivial test adds little: a broken program cannot fill the book with easy tests and push
+  the hard ones, which nearly right programs fail, out of the top;
 * each entry keeps the reference's time for its call, and runs under the limit every other
   test gets (``layout``: max(1 s, 4 x that time)), not a flat one that a slow valid test
   would exceed on every correct program;
@@ -25,7 +28,7 @@ What a program's failures are worth is weighed by evidence:
 Saved atomically as JSON after every step; ``codea1 mistake-book show FILE`` prints one.
 
 File format (version 2): {"version": 2, "questions": {question_id: [{"test": assert,
-"frequency": n, "call": key, "time": seconds}, ...]}}, each list in book order (the order
+"frequency": n (a positive number, 6 decimals), "call": key, "time": seconds}, ...]}}, each list in book order (the order
 tests entered). Version 1 files (no "call" nor "time") load as entries keyed by their text,
 run under the old flat limit.
 """
@@ -69,10 +72,10 @@ class ProgramStatuses(Protocol):
 
 
 class MistakeBook:
-    def __init__(self, questions: dict[str, dict[str, int]] | None = None, limit: int = LIMIT,
+    def __init__(self, questions: dict[str, dict[str, float]] | None = None, limit: int = LIMIT,
                  calls: dict[str, dict[str, str]] | None = None, times: dict[str, dict[str, float]] | None = None):
         # question -> {test: frequency}; dicts keep insertion order, which is book order.
-        self.questions: dict[str, dict[str, int]] = {q: dict(t) for q, t in (questions or {}).items()}
+        self.questions: dict[str, dict[str, float]] = {q: dict(t) for q, t in (questions or {}).items()}
         self.calls: dict[str, dict[str, str]] = {q: dict(c) for q, c in (calls or {}).items()}  # test -> call key
         self.times: dict[str, dict[str, float]] = {q: dict(s) for q, s in (times or {}).items()}  # test -> seconds
         if limit < 1:
@@ -90,9 +93,11 @@ class MistakeBook:
         return self.times.get(question, {}).get(test)
 
     def update(self, question: str, failed_new: Iterable[str], passed_book: Iterable[str],
-               calls: Mapping[str, str] | None = None, times: Mapping[str, float] | None = None) -> Change:
+               calls: Mapping[str, str] | None = None, times: Mapping[str, float] | None = None,
+               weight: float = 1) -> Change:
         """One candidate's results: generated tests it failed (``calls``: each one's call key,
-        by default its text; ``times``: the reference's time), book tests it passed."""
+        by default its text; ``times``: the reference's time; each failure adds ``weight``),
+        book tests it passed (each takes 1 away)."""
         tests = self.questions.setdefault(question, {})
         keys = self.calls.setdefault(question, {})
         seconds = self.times.setdefault(question, {})
@@ -106,10 +111,10 @@ class MistakeBook:
             counted.add(key)
             entry = entry_of.get(key)
             if entry is not None:
-                tests[entry] += 1
+                tests[entry] = _frequency(tests[entry] + weight)
                 change.incremented.append(entry)
             else:
-                tests[test] = 1
+                tests[test] = _frequency(weight)
                 keys[test] = key
                 if times and test in times:
                     seconds[test] = times[test]
@@ -118,7 +123,7 @@ class MistakeBook:
         for test in dict.fromkeys(passed_book):
             if test not in tests:
                 continue
-            tests[test] -= 1
+            tests[test] = _frequency(tests[test] - 1)
             if tests[test] <= 0:
                 self._drop(question, test)
                 change.removed.append(test)
@@ -158,13 +163,18 @@ class MistakeBook:
         ((source, status)): a generated test enters on a "fail" (a wrong answer or an
         exception) and a book test leaves on a "pass". A timeout is evidence of time, not of a
         mistake, and a test that did not run is no evidence at all: neither adds nor removes.
-        A candidate that passed none of its generated tests adds nothing (see the module)."""
+        Each failure adds the candidate's pass rate on the generated tests that ran (timeouts
+        among them; a call counted once with each status it got): one that passed none adds
+        nothing (see the module)."""
         new = list(new)
         failed = [entry for entry in new if entry[1] == "fail"]
-        if not any(entry[1] == "pass" for entry in new):
+        ran = {(entry[2] if len(entry) > 2 else entry[0], entry[1]) for entry in new if entry[1] != "not_run"}
+        weight = _frequency(sum(status == "pass" for _, status in ran) / len(ran)) if ran else 0
+        if weight <= 0:
             failed = []
         return self.update(question, [e[0] for e in failed], [src for src, status in book if status == "pass"],
-                           {e[0]: e[2] for e in failed if len(e) > 2}, {e[0]: e[3] for e in failed if len(e) > 3})
+                           {e[0]: e[2] for e in failed if len(e) > 2}, {e[0]: e[3] for e in failed if len(e) > 3},
+                           weight)
 
     def record(self, question: str, result: ProgramStatuses) -> Change:
         """One program's results: a program that does not load (no "valid candidate") or
@@ -209,11 +219,24 @@ class MistakeBook:
         questions, calls, times = {}, {}, {}
         for q, entries in data["questions"].items():
             try:
-                questions[q] = {str(e["test"]): int(e["frequency"]) for e in entries}
+                questions[q] = {str(e["test"]): _frequency(_number(e["frequency"])) for e in entries}
                 calls[q] = {str(e["test"]): str(e.get("call", e["test"])) for e in entries}
                 times[q] = {str(e["test"]): float(e["time"]) for e in entries if e.get("time") is not None}
             except (TypeError, KeyError, ValueError):
                 raise MistakeBookError(f"{path}: question {q!r}: entries need fields 'test' and 'frequency'") from None
-            if any(f < 1 for f in questions[q].values()):
-                raise MistakeBookError(f"{path}: question {q!r}: a frequency below 1 (such tests leave the book)")
+            if any(f <= 0 for f in questions[q].values()):
+                raise MistakeBookError(f"{path}: question {q!r}: a frequency of 0 or below (such tests leave the book)")
         return cls(questions, limit, calls, times)
+
+
+def _frequency(value: float) -> float:
+    """A frequency as the book keeps it: 6 decimals (sums of pass rates stay exact in the
+    file and across a resume), an integer where it is one (the paper's counts read as such)."""
+    value = round(value, 6)
+    return int(value) if value == int(value) else value
+
+
+def _number(value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"not a number: {value!r}")
+    return value

@@ -6,6 +6,7 @@ once per question.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import hashlib
 import json
@@ -51,15 +52,18 @@ class CodeRun:
 
 LOAD_ALLOWANCE = 5.0  # seconds of a job's budget for starting and loading the program
 MIN_CONTINUATION = 1.0  # budget left below which the tests after a timeout are not run
-# Continuations per program: one gives the tests after a single slow test their results; a
-# program that hangs on every input would otherwise spend its whole budget one limit at a
-# time (on the paper-sized step that made execution 11 times slower).
-MAX_CONTINUATIONS = 1
+# Timeouts a part (a suite, the book, the golden tests) may have before the rest of it is
+# left unrun: the first costs one limit and the part goes on; the second ends the part, and
+# the program goes on with the next one. A program that hangs on every input then costs two
+# limits a part, not its whole budget one limit at a time (on the paper-sized step that made
+# execution 11 times slower), and no part's timeouts leave another part unrun.
+TIMEOUTS_PER_PART = 2
 
 
 def run_codes(executor, runs: Mapping[Hashable, tuple[Problem, str, list[TestCase], list[float]]], bench,
               code_timeout: float, budgets: Mapping[Hashable, float] | None = None,
-              checkers: Mapping[Hashable, Callable[[], Checker]] | None = None) -> dict[Hashable, CodeRun]:
+              checkers: Mapping[Hashable, Callable[[], Checker]] | None = None,
+              parts: Mapping[Hashable, Sequence[int]] | None = None) -> dict[Hashable, CodeRun]:
     """Every (problem, program, tests, per-test limits) in one executor batch, no early stop
     (every test's result counts); a program gets ``code_timeout`` seconds for all its tests
     (``budgets[key]`` where given), and at least a quarter of the sum of their limits (a
@@ -74,9 +78,14 @@ def run_codes(executor, runs: Mapping[Hashable, tuple[Problem, str, list[TestCas
 
     A timeout is the timed-out test's failure and nothing more: a job stops at its first
     timeout (the process may be wedged), and the tests after it run in a fresh job, a
-    continuation with what is left of the program's budget (MAX_CONTINUATIONS of them); the
-    tests that no job reaches are "not_run", counted neither passed nor failed (one slow
-    test in one suite must not fail its sibling suites and the Mistake Book's tests).
+    continuation with what is left of the program's budget. ``parts[key]`` (the indexes
+    where each part of a run's tests starts: its suites, the book, the golden tests; one
+    part by default) bounds them: a part's second timeout (TIMEOUTS_PER_PART) leaves the
+    rest of that part unrun and the continuation goes on with the next part, so a part's
+    timeouts cannot starve another. The tests that no job reaches are "not_run", counted
+    neither passed nor failed (one slow test in one suite must not fail its sibling suites
+    and the Mistake Book's tests). A distinct test serving several parts is left unrun only
+    when all of them have ended.
 
     ``checkers[key]`` makes the checker that judges a run's tests (by default the benchmark's,
     ``bench.checker(problem)``: its special oracles are for its own golden tests)."""
@@ -89,12 +98,14 @@ def run_codes(executor, runs: Mapping[Hashable, tuple[Problem, str, list[TestCas
             continue
         # The budget is the run's, over all its tests (repeats included), as when each ran.
         budget = max((budgets or {}).get(key, code_timeout), sum(limits) / DEFAULT_TIME_FACTOR)
+        starts = sorted(set((parts or {}).get(key, ())) | {0})
         slot: dict[tuple, int] = {}
         distinct: list[TestCase] = []
         distinct_limits: list[float] = []
         texts: list[str | None] = []
+        serves: list[set[int]] = []  # per distinct test: the parts it serves
         index = []  # per test of the run: its test in the job
-        for test, limit in zip(tests, limits, strict=True):
+        for i, (test, limit) in enumerate(zip(tests, limits, strict=True)):
             text = _encoding(encodings, test)
             same = (text if text is not None else id(test), limit, test.judged)  # judged: which records count
             if same not in slot:
@@ -102,10 +113,13 @@ def run_codes(executor, runs: Mapping[Hashable, tuple[Problem, str, list[TestCas
                 distinct.append(test)
                 distinct_limits.append(limit)
                 texts.append(text)
+                serves.append(set())
             index.append(slot[same])
+            serves[slot[same]].add(bisect.bisect_right(starts, i) - 1)
+        served = [sorted(s) for s in serves]
         encoded = None if None in texts else "[" + ",".join(texts) + "]"
         identity = json.dumps([code, problem.entry_point, problem.prelude, bench.memory_mb, budget, distinct_limits,
-                               [t.judged for t in distinct], encoded if encoded is not None else repr(key)])
+                               [t.judged for t in distinct], served, encoded if encoded is not None else repr(key)])
         digest = hashlib.sha256(identity.encode("utf-8", "surrogatepass")).hexdigest()[:16]
         if digest not in jobs:
             if encoded is not None:
@@ -117,7 +131,7 @@ def run_codes(executor, runs: Mapping[Hashable, tuple[Problem, str, list[TestCas
                     adopt_encoded_tests(distinct, encoded)  # the sandbox's payload, encoded once
                 distinct = lists[same_tests]
             jobs[digest] = _DistinctJob(_code_job(f"{problem.task_id}@{digest}", code, problem, distinct,
-                                                  distinct_limits, budget, bench.memory_mb), budget)
+                                                  distinct_limits, budget, bench.memory_mb), budget, served)
         jobs[digest].users.append(key)
         checker = (checkers or {}).get(key) or (lambda problem=problem: bench.checker(problem))
         uses[key] = _Use(problem, tests, index, checker)
@@ -127,10 +141,12 @@ def run_codes(executor, runs: Mapping[Hashable, tuple[Problem, str, list[TestCas
 
 @dataclass
 class _DistinctJob:
-    """A program's distinct tests (``first``), its budget, and the runs it serves."""
+    """A program's distinct tests (``first``), its budget, the parts each test serves, and
+    the runs it serves."""
 
     first: ExecJob
     budget: float
+    serves: list[list[int]]
     users: list = dataclasses.field(default_factory=list)
 
 
@@ -176,53 +192,61 @@ def _batch_timeout(budget: float, limits: list[float]) -> float:
 def _run_with_continuations(executor, jobs: Sequence[_DistinctJob], uses: Mapping[Hashable, _Use]
                             ) -> dict[Hashable, CodeRun]:
     """Each run's CodeRun: one executor batch per round, the first with every job, each
-    later one with the continuations of the jobs that timed out in the round before. Each
-    round's outcomes are judged run by run, against the run's own tests."""
+    later one with the continuations of the jobs that timed out in the round before (the
+    distinct tests after the timeout whose parts have not ended). Each round's outcomes are
+    judged run by run, against the run's own tests."""
     out = {key: CodeRun(loads=True, statuses=["not_run"] * len(use.tests)) for key, use in uses.items()}
-    offset = dict.fromkeys(range(len(jobs)), 0)  # index of a job's first test in the job now running
+    running = {n: list(range(len(d.first.tests))) for n, d in enumerate(jobs)}  # distinct tests of the job now running
     used = dict.fromkeys(range(len(jobs)), 0.0)  # seconds of its budget spent
+    timeouts = {n: {} for n in range(len(jobs))}  # per job: timeouts so far per part
     pending = {n: d.first for n, d in enumerate(jobs)}
-    for _ in range(1 + MAX_CONTINUATIONS):
-        if not pending:
-            break
+    while pending:  # each round ends a timeout: at most TIMEOUTS_PER_PART a part, then it ends
         raws = run_jobs(executor, list(pending.values()))
         following = {}
         for n, job in pending.items():
-            raw, start, distinct = raws[job.job_id], offset[n], jobs[n]
+            raw, ran, distinct = raws[job.job_id], running[n], jobs[n]
             if len(raw.outcomes) < len(job.tests):  # an executor's failure may come without outcomes
                 raw = dataclasses.replace(raw, outcomes=raw.outcomes + [NOT_RUN] * (len(job.tests) - len(raw.outcomes)))
             live = [key for key in distinct.users if out[key].sandbox_error is None]
             for key in live:  # a run with a sandbox error has no verdict to complete
-                _judge_part(out[key], uses[key], start, job, raw)
+                _judge_part(out[key], uses[key], ran, job, raw, distinct.first)
             if raw.sandbox_error or raw.load_error or raw.exit.startswith("protocol:") or \
                     all(out[key].sandbox_error is not None for key in live):
                 continue
             used[n] += raw.wall_time
             timed_out = next((i for i, o in enumerate(raw.outcomes) if o.status == "timeout"), None)
+            if timed_out is None:
+                continue
+            for part in distinct.serves[ran[timed_out]]:
+                timeouts[n][part] = timeouts[n].get(part, 0) + 1
+            ended = {part for part, count in timeouts[n].items() if count >= TIMEOUTS_PER_PART}
+            rest = [d for d in ran[timed_out + 1:] if not set(distinct.serves[d]) <= ended]
             left = distinct.budget - used[n]
-            if timed_out is not None and timed_out + 1 < len(job.tests) and left >= MIN_CONTINUATION:
-                offset[n] = start + timed_out + 1
+            if rest and left >= MIN_CONTINUATION:
+                running[n] = rest
                 first = distinct.first
                 following[n] = dataclasses.replace(
-                    first, job_id=f"{first.job_id}+{offset[n]}", tests=first.tests[offset[n]:],
-                    time_limits=first.time_limits[offset[n]:],
-                    batch_timeout=_batch_timeout(left, first.time_limits[offset[n]:]))
+                    first, job_id=f"{first.job_id}+{rest[0]}", tests=[first.tests[d] for d in rest],
+                    time_limits=[first.time_limits[d] for d in rest],
+                    batch_timeout=_batch_timeout(left, [first.time_limits[d] for d in rest]))
         pending = following
     return out
 
 
-def _judge_part(run: CodeRun, use: _Use, start: int, job: ExecJob, raw: RawResult) -> None:
-    """Judge, into ``run``, the tests of ``use`` whose distinct test ``job`` ran (the
-    distinct tests from ``start`` on), each against its own expected answer."""
-    positions = [i for i, j in enumerate(use.index) if j >= start]
+def _judge_part(run: CodeRun, use: _Use, ran: list[int], job: ExecJob, raw: RawResult, first: ExecJob) -> None:
+    """Judge, into ``run``, the tests of ``use`` whose distinct test ``job`` ran (``ran``:
+    the distinct tests of the job, in its order; ``first``: the program's first job), each
+    against its own expected answer."""
+    at = {d: k for k, d in enumerate(ran)}
+    positions = [i for i, d in enumerate(use.index) if d in at]
     part = dataclasses.replace(job, tests=[use.tests[i] for i in positions],
-                               time_limits=[job.time_limits[use.index[i] - start] for i in positions])
-    outcomes = [raw.outcomes[use.index[i] - start] for i in positions]
+                               time_limits=[job.time_limits[at[use.index[i]]] for i in positions])
+    outcomes = [raw.outcomes[at[use.index[i]]] for i in positions]
     verdict = judge(use.problem.task_id, 0, part, dataclasses.replace(raw, outcomes=outcomes), use.checker())
     if verdict.status == SANDBOX_ERROR:
         run.sandbox_error = verdict.message
     elif verdict.status == ERROR:
-        if start == 0:  # a program that does not load fails every test
+        if job is first:  # a program that does not load fails every test
             run.loads, run.statuses = False, ["fail"] * len(run.statuses)
         # a continuation that does not load: the rest stays not run
     else:
@@ -248,19 +272,62 @@ def update_stats(prefix: str, stats: Mapping[str, Any]) -> dict[str, Any]:
     return {f"{prefix}_{k}": (round(v, 6) if isinstance(v, float) else v) for k, v in stats.items()}
 
 
+# Answers a constant program might return, besides the golden tests' own expected values.
+PROBE_CONSTANTS = (0, 0.0, 1, -1, None, True, False, "", [], (), {})
+
+
+def constant_passing(make_checker: Callable[[], Checker], tests: Sequence[TestCase]) -> tuple[bool, Any]:
+    """(True, c) when one constant answer c (PROBE_CONSTANTS, then each test's expected
+    value) passes every call test of ``tests`` under the checker ``make_checker`` makes;
+    (False, None) otherwise, or when there is no call test with an expected value."""
+    calls = [t for t in tests if t.kind == "call" and t.has_expected]
+    if not calls:
+        return False, None
+    for constant in [*PROBE_CONSTANTS, *[t.expected for t in calls]]:
+        checker = make_checker()  # fresh: a checker may keep state across a sample's tests
+        try:
+            if all(checker.check(t, constant, t.expected)[0] for t in calls):
+                return True, constant
+        except Exception:  # noqa: BLE001 - a comparison that raises is a failure, as when judging
+            continue
+    return False, None
+
+
 class GoldenTests:
     """Each question's golden tests, prepared once: time limits by evalplus' rule on the
     reference's own times; where tests carry no expected values (HumanEval+ and MBPP+
     inputs) the reference's outputs become them, and inputs it cannot answer are left out.
 
     Tests judged in-process (script tests a runner inside the program decides: the program
-    could steer them) are left out too unless ``allow_in_process``; ``left_out`` counts them."""
+    could steer them) are left out too unless ``allow_in_process``; ``left_out`` counts them.
+
+    ``checker(question)`` makes what judges the golden tests when they are a reward: the
+    benchmark's checker, unless one constant answer passes all its call tests there and not
+    under the benchmark's plain comparison (``Benchmark.plain_checker``): such a special
+    oracle (MBPP+'s sum_div accepts any 0, are_equivalent anything) would pay a program that
+    ignores its input, and the plain comparison on the reference's answers judges instead.
+    ``plain`` holds the questions where that happened."""
 
     def __init__(self, context, allow_in_process: bool = False):
         self.context = context
         self.allow_in_process = allow_in_process
         self.left_out: dict[str, int] = {}
         self.prepared: dict[str, tuple[list[TestCase], list[float]]] = {}
+        self.checkers: dict[str, Callable[[], Checker]] = {}
+        self.plain: set[str] = set()
+
+    def checker(self, question: Problem) -> Callable[[], Checker]:
+        """What makes the checker of ``question``'s golden tests as a reward (after ``of``)."""
+        if question.task_id not in self.checkers:
+            bench, tests = self.context.run.bench, self.prepared[question.task_id][0]
+            oracle = lambda: bench.checker(question)  # noqa: E731
+            plain = lambda: bench.plain_checker(question)  # noqa: E731
+            if constant_passing(oracle, tests)[0] and not constant_passing(plain, tests)[0]:
+                self.plain.add(question.task_id)
+                self.checkers[question.task_id] = plain
+            else:
+                self.checkers[question.task_id] = oracle
+        return self.checkers[question.task_id]
 
     def of(self, questions: Sequence[Problem]) -> dict[str, tuple[list[TestCase], list[float]]]:
         todo = [q for q in questions if q.task_id not in self.prepared]

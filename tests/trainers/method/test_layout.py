@@ -63,6 +63,7 @@ def test_the_mistake_book_takes_a_program_in_one_call():
     for skipped in (CodeRun(loads=False, statuses=["fail"] * 5), CodeRun(True, statuses, sandbox_error="died")):
         assert book.record("q", layout.read(skipped)).added == []  # no valid candidate, no verdict: no change
     change = book.record("q", layout.read(CodeRun(loads=True, statuses=statuses)))
-    # the failed generated test enters, the timed-out one does not; the passed book test leaves
+    # the failed generated test enters (weighing the pass rate, 1 of 3), the timed-out one does
+    # not; the passed book test leaves
     assert (change.added, change.removed) == (["assert f(2) == 2"], ["assert f(7) == 7"])
-    assert book.questions["q"] == {"assert f(8) == 8": 2, "assert f(2) == 2": 1}
+    assert book.questions["q"] == {"assert f(8) == 8": 2, "assert f(2) == 2": 0.333333}

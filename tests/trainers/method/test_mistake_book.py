@@ -81,26 +81,46 @@ def test_bad_files_are_named(tmp_path):
 
 
 def test_only_a_wrong_answer_enters_and_only_a_pass_leaves():
-    """Statuses of one candidate: its generated tests a (fail), b (timeout), c (not run); the
-    book's x (pass), y (timeout), z (not run)."""
+    """Statuses of one candidate: its generated tests a (fail), b (timeout), c (not run), d
+    (pass); the book's x (pass), y (timeout), z (not run). a enters with the candidate's pass
+    rate on the tests that ran (1 of a, b, d)."""
     book = MistakeBook({"q": {"x": 1, "y": 1, "z": 1}})
     change = book.update_from_statuses("q", [("a", "fail"), ("b", "timeout"), ("c", "not_run"), ("d", "pass")],
                                        [("x", "pass"), ("y", "timeout"), ("z", "not_run")])
     assert change.added == ["a"] and change.removed == ["x"]
-    assert book.questions["q"] == {"y": 1, "z": 1, "a": 1}
+    assert book.questions["q"] == {"y": 1, "z": 1, "a": 0.333333}
 
 
 def test_a_program_that_passes_nothing_adds_nothing_and_a_call_is_one_entry():
     """A candidate that passed none of its generated tests (it raises everywhere) says nothing
-    about which tests find bugs; respelled copies of one failed call are one entry."""
+    about which tests find bugs; respelled copies of one failed call are one entry, and one
+    call in the pass rate (each failure here adds 1/2: call k7 failed, k0 or kx passed)."""
     book = MistakeBook()
     assert book.update_from_statuses("q", [("a", "fail", "call-a", 0.1), ("b", "fail", "call-b", 0.1)], []).added == []
     change = book.update_from_statuses("q", [("add(7, 1) == 9", "fail", "k7", 0.2),
                                              ("add(7.0, 1) == 9", "fail", "k7", 0.2),
                                              ("add(0, 0) == 0", "pass", "k0", 0.0)], [])
-    assert change.added == ["add(7, 1) == 9"] and book.questions["q"] == {"add(7, 1) == 9": 1}
+    assert change.added == ["add(7, 1) == 9"] and book.questions["q"] == {"add(7, 1) == 9": 0.5}
     book.update_from_statuses("q", [("int(add(7, 1)) == 9", "fail", "k7", 0.2), ("x", "pass", "kx", 0.0)], [])
-    assert book.questions["q"] == {"add(7, 1) == 9": 2} and book.time("q", "add(7, 1) == 9") == 0.2
+    assert book.questions["q"] == {"add(7, 1) == 9": 1} and book.time("q", "add(7, 1) == 9") == 0.2
+
+
+def test_a_failure_weighs_the_failing_programs_pass_rate(tmp_path):
+    """A program right on 3 of 4 calls weighs its one failure 0.75; two programs that pass
+    only a trivial call (1 of 4) weigh each of theirs 0.25: together, 0.5 on the easy tests
+    they fail, below the hard one (with +1 a failure, 2 against 1). A book pass takes 1
+    away, and a frequency survives a save and a load as written."""
+    book = MistakeBook()
+    nearly_right = [("hard", "fail", "h", 0.0)] + [(f"ok{i}", "pass", f"o{i}", 0.0) for i in range(3)]
+    broken = [("trivial", "pass", "t", 0.0)] + [(f"easy{i}", "fail", f"e{i}", 0.0) for i in range(3)]
+    book.update_from_statuses("q", nearly_right, [])
+    book.update_from_statuses("q", broken, [])
+    book.update_from_statuses("q", broken, [])
+    assert book.questions["q"] == {"hard": 0.75, "easy0": 0.5, "easy1": 0.5, "easy2": 0.5}
+    assert book.retrieve("q", 2) == ["hard", "easy0"]
+    assert book.update("q", [], ["easy1"]).removed == ["easy1"]
+    book.save(tmp_path / "book.json")
+    assert MistakeBook.load(tmp_path / "book.json").questions == book.questions
 
 
 def test_the_book_is_bounded_least_frequent_and_newest_first():

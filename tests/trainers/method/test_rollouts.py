@@ -50,14 +50,37 @@ def test_tests_beyond_the_budget_are_not_run_never_failed(executor, plugins):
     assert run.counts(0, 2) == (0, 1, 1)
 
 
-def test_one_continuation_per_program(executor, plugins):
-    """A program that hangs again in its continuation gets no third job (MAX_CONTINUATIONS
-    is 1): a program that hangs on every input costs two limits, not its whole budget."""
+def test_a_part_ends_at_its_second_timeout(executor, plugins):
+    """A program that hangs again in a part's continuation leaves the rest of that part
+    unrun (TIMEOUTS_PER_PART is 2): a program that hangs on every input costs two limits a
+    part, not its whole budget one limit at a time."""
     bench = plugins.benchmarks.create("demo")
     hangs_below_one = "def f(x):\n    while x < 1:\n        pass\n    return x + 1\n"
     run = run_codes(executor, {"p": (PROBLEM, hangs_below_one, calls(0, -1, 1), [1.0] * 3)}, bench,
                     code_timeout=10.0)["p"]
     assert run.statuses == ["timeout", "timeout", "not_run"]
+
+
+def test_two_timeouts_in_one_part_do_not_starve_the_next(executor, plugins):
+    """Suite A hangs twice (0, -1) before its 2; suite B (1, 5) and the book (3) still run,
+    in a continuation of their own, and get their real results."""
+    bench = plugins.benchmarks.create("demo")
+    hangs_below_one = "def f(x):\n    while x < 1:\n        pass\n    return x + 1 if x != 5 else 0\n"
+    tests = calls(0, -1, 2, 1, 5, 3)
+    run = run_codes(executor, {"p": (PROBLEM, hangs_below_one, tests, [1.0] * 6)}, bench, code_timeout=10.0,
+                    parts={"p": [0, 3, 5]})["p"]
+    assert run.statuses == ["timeout", "timeout", "not_run", "pass", "fail", "pass"]
+
+
+def test_a_call_shared_with_a_later_part_still_runs(executor, plugins):
+    """f(2) is in suite A after its two timeouts and in suite B: it runs for B, and both
+    appearances are judged by that run."""
+    bench = plugins.benchmarks.create("demo")
+    hangs_below_one = "def f(x):\n    while x < 1:\n        pass\n    return x + 1\n"
+    tests = calls(0, -1, 2, 4, 2)
+    run = run_codes(executor, {"p": (PROBLEM, hangs_below_one, tests, [1.0] * 5)}, bench, code_timeout=10.0,
+                    parts={"p": [0, 3]})["p"]
+    assert run.statuses == ["timeout", "timeout", "pass", "pass", "pass"]
 
 
 def test_a_call_that_hung_once_is_not_run_again(executor, plugins):
