@@ -229,6 +229,10 @@ class EvalplusBenchmark(Benchmark):
                         for p in problems]
         return problems
 
+    def data_read(self) -> str | None:
+        data = self.options.data
+        return mini_file(self.dataset, data) if data and self.options.mini else data
+
     def checker(self, problem: Problem) -> Checker:
         return EvalplusChecker(self.dataset, problem.entry_point, problem.metadata.get("atol", 0.0))
 

@@ -63,6 +63,12 @@ class Benchmark:
         """A fresh checker per sample; benchmarks with special comparison rules override."""
         return Checker()
 
+    def data_read(self) -> str | None:
+        """The data file (or folder) this benchmark actually reads with its options: what a
+        run's data digest is taken of (``--data`` unless an option reads another file: the
+        Mini set beside it). None where it reads its own embedded or downloaded data."""
+        return getattr(self.options, "data", None)
+
     def plain_checker(self, problem: Problem) -> Checker:
         """The benchmark's comparison without its per-task special oracles (float tolerance
         kept): what training falls back to where a special oracle accepts a constant

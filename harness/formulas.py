@@ -37,6 +37,13 @@ class MetricValue:
     value: float | None
     per_task: dict[str, float] = field(default_factory=dict)
     note: str = ""
+    # How many tasks the figure rests on where ``per_task`` does not say (a product of two
+    # figures over different task sets: the smaller set)
+    tasks: int | None = None
+
+    @property
+    def task_count(self) -> int:
+        return self.tasks if self.tasks is not None else len(self.per_task)
 
 
 # -- code metrics ----------------------------------------------------------------------------
@@ -151,9 +158,13 @@ def mul(pass_percent: float, mut_percent: float) -> float:
 
 def mul_at_k(records: Mapping[str, "TaskRecord"], k: int, task_set: str = "per-k",
              largest_k: int | None = None) -> MetricValue:
-    """Mul as a fraction: test-pass@k x mut@k. Undefined when either is."""
+    """Mul as a fraction: test-pass@k x mut@k. Undefined when either is. When mut@k rests on
+    fewer tasks than test-pass@k, the note says so, and the figure rests on the fewer."""
     accuracy = test_pass_at_k(records, k)
     mutation = mut_at_k(records, k, task_set, largest_k or k)
     if accuracy.value is None or mutation.value is None:
         return MetricValue(None, note=mutation.note or accuracy.note)
-    return MetricValue(mul(accuracy.value * 100, mutation.value * 100) / 100)
+    note = "" if len(mutation.per_task) == len(accuracy.per_task) else \
+        f"test-pass@{k} over {len(accuracy.per_task)} tasks x mut@{k} over {len(mutation.per_task)} of them"
+    return MetricValue(mul(accuracy.value * 100, mutation.value * 100) / 100, note=note,
+                       tasks=len(mutation.per_task))

@@ -52,6 +52,10 @@ class Table:
     notes: list[str] = field(default_factory=list)
     headers: dict[str, str] = field(default_factory=dict)
     lower_better: list[str] = field(default_factory=list)  # metric columns ranked lowest first
+    # 95 % intervals over tasks (fractions) per (row, column), and each row's paired difference
+    # from the baseline (``harness.intervals.paired``: difference, interval, tasks, significant)
+    intervals: dict[tuple[str, str], tuple[float, float]] = field(default_factory=dict)
+    paired: dict[tuple[str, str], dict] = field(default_factory=dict)
 
     def row_label(self, row: str) -> str:
         """The row's label, with its status when the run is not complete."""
@@ -59,8 +63,10 @@ class Table:
         return row if state == "complete" else f"{row} ({state})"
 
     def cell(self, row: str, column: str, digits: int = 2) -> str:
-        """The cell as text: a metric as a percentage with the delta against the baseline in
-        points, "+1.20" (the mark, if any, follows); other values as they are; "" when
+        """The cell as text: a metric as a percentage, its 95 % interval in brackets where
+        known, then the difference from the baseline in points: paired over the common
+        tasks, "(+1.20* [+0.3, +2.1])" with a star when its interval leaves out 0, else the
+        plain "(+1.20)" (the mark, if any, follows); other values as they are; "" when
         missing. The rank is not in the text: each format marks it its own way."""
         value = self.frame.at[row, column]
         if value is None or (isinstance(value, float) and value != value):
@@ -72,7 +78,15 @@ class Table:
                 return str(int(value)) if value.is_integer() else f"{value:.4g}"
             return str(value)
         text = f"{100 * float(value):.{digits}f}"
-        if self.deltas is not None and row in self.deltas.index and column in self.deltas.columns:
+        interval = self.intervals.get((row, column))
+        if interval:
+            text += f" [{100 * interval[0]:.1f}, {100 * interval[1]:.1f}]"
+        pair = self.paired.get((row, column))
+        if pair is not None and pair.get("interval"):
+            low, high = pair["interval"]
+            star = "*" if pair["significant"] else ""
+            text += f" ({100 * pair['difference']:+.{digits}f}{star} [{100 * low:+.1f}, {100 * high:+.1f}])"
+        elif self.deltas is not None and row in self.deltas.index and column in self.deltas.columns:
             delta = self.deltas.at[row, column]
             if delta is not None and delta == delta:
                 text += f" ({100 * float(delta):+.{digits}f})"

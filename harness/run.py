@@ -97,13 +97,23 @@ def create_benchmark(plugins, name: str, data: str | None, options: dict[str, st
     return plugins.benchmarks.create(name, {**options, **({"data": data} if data else {})})
 
 
+def variant_name(benchmark: str, options: dict | None) -> str:
+    """The benchmark as what it measures: its options are part of it (mini=true,
+    base_only=true, split=instruct, subset=hard score other things than the defaults), so
+    they are in the name every summary, ``show`` and report column uses:
+    "humaneval+[mini=true]"."""
+    shown = {k: v for k, v in (options or {}).items() if k != "data"}
+    return benchmark + ("[" + ",".join(f"{k}={v}" for k, v in sorted(shown.items())) + "]" if shown else "")
+
+
 def data_digest(bench, problems: dict[str, Problem]) -> dict[str, str]:
     """What data a run read, so that runs on different data are not compared as equals:
-    sha256 and md5 of the data file (md5 of the file is what evalplus records as the "hash"
+    sha256 and md5 of the data file it actually read (``Benchmark.data_read``: the Mini
+    file under --mini) (md5 of the file is what evalplus records as the "hash"
     of its results), or of every file under a data directory; without a data path (the
     benchmark's own or embedded data), sha256 of the loaded tasks' ids, prompts and
     references."""
-    data = getattr(bench.options, "data", None)
+    data = bench.data_read()
     sha, md5 = hashlib.sha256(), hashlib.md5()
     if data and Path(data).exists():
         root = Path(data)
@@ -185,7 +195,9 @@ class Run:
         if isinstance(self.cfg, LimitedRunConfig):
             self._refuse_a_narrower_selection()
         record = {**self.cfg.record(), **({"limits": self.limits} if self.limits else {}),
-                  "data_digest": data_digest(self.bench, self.all_problems), **config}
+                  "variant": variant_name(self.cfg.benchmark, self.cfg.benchmark_options),
+                  "data_read": self.bench.data_read(), "data_digest": data_digest(self.bench, self.all_problems),
+                  **config}
         self.store = RunStore(self.cfg.out, record, self.cfg.IDENTITY, overwrite=self.cfg.overwrite,
                               rows_name=self.cfg.rows_file())
         extra = dict(environment or {})

@@ -44,6 +44,9 @@ def load_samples(path: str, problems: dict[str, Problem], code_of: Callable[[Pro
             near = difflib.get_close_matches(task_id, list(problems), n=3, cutoff=0.5)
             hint = f"; did you mean {' or '.join(map(repr, near))}?" if near else ""
             raise SamplesError(f"{where}: field 'task_id': {task_id!r} is not a task of this benchmark{hint}")
+        if "solution" in record and "completion" in record:
+            raise SamplesError(f"{where}: both fields 'solution' and 'completion': keep the one that holds the "
+                               f"program (a whole program: solution; what continues the prompt: completion)")
         if not isinstance(record.get("solution", record.get("completion")), str):
             raise SamplesError(f"{where}: needs a string field 'solution' or 'completion'")
         out.append(CodeSample(task_id=task_id, index=counts[task_id], code=code_of(problems[task_id], record),

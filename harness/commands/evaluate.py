@@ -44,18 +44,26 @@ class EvaluateCommand(Command):
                             "then counts the plus tests of samples that failed a base test too (slower)")
 
     def run(self, plugins, args):
-        from codea1.harness.flows.evaluate import EvaluateConfig, coverage_line, evaluate, verdict_lines
+        from codea1.harness.flows.evaluate import (
+            EvaluateConfig,
+            coverage_line,
+            evaluate,
+            provenance_line,
+            verdict_lines,
+        )
 
         cfg = EvaluateConfig(**common(args), **limits(args), samples=args.samples, k=args.k,
                              reference_cache=not args.no_reference_cache, dedupe=not args.no_dedupe,
                              allow_partial=args.allow_partial, exclude_skipped=args.exclude_skipped,
                              test_details=args.test_details)
         r = evaluate(plugins, cfg)
-        print(f"benchmark {r['benchmark']}  samples {r['counts']['samples']}  (resumed {r['resumed']})  "
+        print(f"benchmark {r.get('variant', r['benchmark'])}  samples {r['counts']['samples']}  (resumed {r['resumed']})  "
               f"executor {r['executor']}")
+        if provenance_line(r):
+            print(provenance_line(r))
         print(coverage_line(r["coverage"]))
         print("\n".join(verdict_lines(r["counts"])))
-        print_metrics(r["metrics"], r["metric_notes"], same=r["metric_same"])
+        print_metrics(r["metrics"], r["metric_notes"], same=r["metric_same"], intervals=r.get("intervals"))
         if args.per_task or len(r["tasks"]) <= 40:
             print(f"\n  {'task':<24} {'n':>3} {'pass':>4}  statuses")
             for t, d in r["tasks"].items():

@@ -33,6 +33,8 @@ class EvaluateTestsCommand(Command):
                        help="tasks eligible for mut@k: per k (default), or the largest k's set for every k "
                             "(the reference evaluation fork's behaviour)")
         p.add_argument("--no-coverage", action="store_true", help="skip the coverage stage")
+        p.add_argument("--allow-partial", action="store_true",
+                       help="score a tests file that lacks some of the selected tasks (labelled PARTIAL)")
         p.add_argument("--suite", type=int, default=0,
                        help="which suite of a task to score when the tests file holds several (default 0, the first)")
         p.add_argument("--allow-other-forms", action="store_true",
@@ -43,6 +45,7 @@ class EvaluateTestsCommand(Command):
         run_dir_flags(p)
 
     def run(self, plugins, args):
+        from codea1.harness.flows.evaluate import coverage_line, provenance_line
         from codea1.harness.flows.evaluate_tests import (
             GOLDEN,
             EvaluateTestsConfig,
@@ -52,12 +55,16 @@ class EvaluateTestsCommand(Command):
 
         cfg = EvaluateTestsConfig(**common(args), **limits(args), tests=args.tests, k=args.k, mutant_timeout=args.mutant_timeout,
                                   mut_task_set=args.mut_task_set, coverage=not args.no_coverage, suite=args.suite,
-                                  allow_other_forms=args.allow_other_forms)
+                                  allow_other_forms=args.allow_other_forms, allow_partial=args.allow_partial)
         r = evaluate_tests(plugins, cfg)
-        print(f"benchmark {r['benchmark']}  tasks {r['counts']['tasks']}  tests {args.tests}")
+        print(f"benchmark {r.get('variant', r['benchmark'])}  tasks {r['counts']['tasks']}  tests {args.tests}")
+        if provenance_line(r):
+            print(provenance_line(r))
+        if r.get("coverage"):
+            print(coverage_line(r["coverage"]))
         for line in count_lines(r["counts"])[1:]:  # the first, the task count, is on the line above
             print(line)
-        print_metrics(r["metrics"], r["metric_notes"], width=22)
+        print_metrics(r["metrics"], r["metric_notes"], width=22, intervals=r.get("intervals"))
         if args.tests == GOLDEN and r.get("golden_note"):
             print(f"\n  note: {r['golden_note']}")
         print(f"\nwrote {args.out}/results.json, tasks.jsonl, config.json, environment.json")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import Sequence
 
+from codea1.harness.intervals import METHOD, interval_text
 from codea1.harness.registry import OptionError
 
 # What each figure means, printed beside it.
@@ -122,21 +123,30 @@ def percent(x: float | None) -> str:
     return "   n/a " if x is None else f"{100 * x:6.2f}%"
 
 
-def print_metrics(metrics: dict, notes: dict, width: int = 18, same: dict | None = None) -> None:
-    """One line per metric: its value and what it means, or n/a and why; a note on a metric
-    that has a value (what was left out) goes on the same line. A figure in ``same`` (equal
-    to an earlier one: avg@n and pass@1) is named beside that one instead of a line."""
-    same = same or {}
+def print_metrics(metrics: dict, notes: dict, width: int = 18, same: dict | None = None,
+                  intervals: dict | None = None) -> None:
+    """One line per metric: its value, its 95 % interval over tasks where one is known
+    (``harness.intervals``), and what it means, or n/a and why; a note on a metric that has
+    a value (what was left out) goes on the same line. A figure in ``same`` (equal to an
+    earlier one: avg@n and pass@1) is named beside that one instead of a line."""
+    same, intervals = same or {}, intervals or {}
     aliases: dict[str, list[str]] = {}
     for label, twin in same.items():
         aliases.setdefault(twin, []).append(label)
+    shown_any = False
     for name, value in metrics.items():
         if name in same:
             continue
         meaning = METRIC_NOTES.get(name.split(":")[-1].split("@")[0] + "@k", "")
         also = "; ".join(f"= {a.split(':')[-1]}" for a in aliases.get(name, []))
         said = "; ".join(x for x in (meaning if value is not None else "", notes.get(name, ""), also) if x)
-        print(f"  {name:<{width}} {percent(value)}" + (f"   ({said})" if said else ""))
+        bounds = interval_text(intervals.get(name)) if value is not None else ""
+        shown_any = shown_any or bool(bounds)
+        print(f"  {name:<{width}} {percent(value)}" + (f" {bounds:<14}" if intervals else "")
+              + (f"   ({said})" if said else ""))
     for name, note in notes.items():
         if name not in metrics:
             print(f"  {name:<{width}}    n/a   ({note})")
+    if shown_any:
+        print(f"  [in brackets: the 95 % interval over tasks, {METHOD['method']}, "
+              f"{METHOD['resamples']} draws, seed {METHOD['seed']}]")

@@ -34,7 +34,7 @@ class ShowCommand(Command):
             print(line)
         if r["metrics"] or r["metric_notes"]:
             print_metrics(r["metrics"], r["metric_notes"], width=max(map(len, r["metrics"] or [""]), default=0) + 2,
-                          same=r.get("metric_same"))
+                          same=r.get("metric_same"), intervals=r.get("intervals"))
         return 0
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from codea1.harness.errors import ConfigError
+from codea1.harness.intervals import METHOD, metric_interval
 from codea1.harness.metrics import CodeMetric, in_order
 from codea1.harness.progress import stage_bar
 from codea1.harness.records import (
@@ -99,7 +100,7 @@ def expected_values(bench, problem: Problem, ref: ReferenceRun, keep: list[int])
 
 def evaluate(plugins, cfg: EvaluateConfig, executor=None) -> dict[str, Any]:
     with open_run(plugins, cfg, executor) as run:
-        samples, samples_path = read_samples(run, cfg)
+        samples, samples_path, dropped = read_samples(run, cfg)
         check_coverage(run, cfg, samples, samples_path)
         run.start(samples=samples_path)
         log = VerdictLog(run)
@@ -107,21 +108,23 @@ def evaluate(plugins, cfg: EvaluateConfig, executor=None) -> dict[str, Any]:
         skipped = tasks_missing_libraries(run, samples)
         prepared, reference_failures, timing = reference_stage(run, cfg, samples, skipped)
         timing |= judge_stage(run, cfg, todo, prepared, skipped, log)
-        results = summarise(run, cfg, samples, log, skipped, reference_failures, timing)
+        results = summarise(run, cfg, samples, log, skipped, reference_failures, timing, dropped)
         write_evalplus_results(run, samples, samples_path, log)
         return run.finish(results)
 
 
 # -- stages ----------------------------------------------------------------------------------
 
-def read_samples(run: Run, cfg: EvaluateConfig) -> tuple[list[CodeSample], str]:
+def read_samples(run: Run, cfg: EvaluateConfig) -> tuple[list[CodeSample], str, int]:
     """The samples of the selected tasks, in file order (checked against every task of the
-    benchmark, so a wrong file is named as such)."""
+    benchmark, so a wrong file is named as such), and how many samples of other tasks
+    (outside --tasks or --limit) were left out."""
     path = cfg.samples or run.bench.default_samples()
     if not path:
         raise ConfigError(f"benchmark {cfg.benchmark!r} has no default samples: pass --samples FILE")
     samples = load_samples(path, run.all_problems, run.bench.sample_code)
-    return [s for s in samples if s.task_id in run.problems], path
+    kept = [s for s in samples if s.task_id in run.problems]
+    return kept, path, len(samples) - len(kept)
 
 
 def check_coverage(run: Run, cfg: EvaluateConfig, samples: list[CodeSample], samples_path: str) -> None:
@@ -138,7 +141,8 @@ def check_coverage(run: Run, cfg: EvaluateConfig, samples: list[CodeSample], sam
                       f"tasks with --tasks or --limit")
 
 
-def task_coverage(run: Run, cfg: EvaluateConfig, samples: list[CodeSample], skipped: dict[str, str]) -> dict[str, Any]:
+def task_coverage(run: Run, cfg: EvaluateConfig, samples: list[CodeSample], skipped: dict[str, str],
+                  dropped: int = 0) -> dict[str, Any]:
     """What the figures cover: tasks with samples (``tasks``) of the benchmark's (``of``),
     which of them are skipped, and how skips count; ``partial`` when the figures are not
     over the whole benchmark."""
@@ -148,7 +152,8 @@ def task_coverage(run: Run, cfg: EvaluateConfig, samples: list[CodeSample], skip
                                             ("--allow-partial", tasks < len(run.problems))) if given]
     return {"tasks": tasks, "of": len(run.all_problems), "scored": scored, "skipped": len(skipped),
             "skipped_count_as": "left out" if cfg.exclude_skipped else "failures",
-            "partial": scored < len(run.all_problems), "selected_by": selected_by}
+            "partial": scored < len(run.all_problems), "selected_by": selected_by,
+            "dropped": dropped, "dropped_what": "sample(s)"}
 
 
 def coverage_line(cov: dict[str, Any]) -> str:
@@ -158,6 +163,9 @@ def coverage_line(cov: dict[str, Any]) -> str:
     if cov["partial"]:
         notes.append("PARTIAL: the figures are not the whole benchmark's"
                      + (f" (chosen with {', '.join(cov['selected_by'])})" if cov["selected_by"] else ""))
+    if cov.get("dropped"):
+        notes.append(f"{cov['dropped']} {cov.get('dropped_what', 'sample(s)')} of tasks outside the selection "
+                     f"left out")
     if cov["skipped"]:
         notes.append(f"{cov['skipped']} skipped task(s) " + ("counted as failures (--exclude-skipped leaves them out)"
                                                              if cov["skipped_count_as"] == "failures"
@@ -327,9 +335,10 @@ def judge_stage(run: Run, cfg: EvaluateConfig, todo: list[CodeSample], prepared:
 
 
 def summarise(run: Run, cfg: EvaluateConfig, samples: list[CodeSample], log: VerdictLog, skipped: dict[str, str],
-              reference_failures: dict, timing: dict) -> dict[str, Any]:
+              reference_failures: dict, timing: dict, dropped: int = 0) -> dict[str, Any]:
     verdicts = log.of(samples)
-    metrics, notes, per_task, same = compute_metrics(run.plugins, verdicts, cfg.k, skipped_fail=not cfg.exclude_skipped)
+    metrics, notes, per_task, same, intervals = compute_metrics(run.plugins, verdicts, cfg.k,
+                                                                skipped_fail=not cfg.exclude_skipped)
     counts = {status: 0 for status in VERDICT_STATUSES}
     for v in verdicts:
         counts[v.status] = counts.get(v.status, 0) + 1
@@ -348,9 +357,29 @@ def summarise(run: Run, cfg: EvaluateConfig, samples: list[CodeSample], log: Ver
                           **per_task.get(task_id, {})}
         if task_id in skipped:
             tasks[task_id]["skipped"] = skipped[task_id]
-    return {"benchmark": cfg.benchmark, "samples": run.store.config["samples"], "executor": cfg.executor,
-            "coverage": task_coverage(run, cfg, samples, skipped), "metrics": metrics, "metric_notes": notes, "metric_same": same, "counts": {"samples": len(verdicts), **counts},
+    return {"benchmark": cfg.benchmark, **provenance(run), "samples": run.store.config["samples"],
+            "executor": cfg.executor,
+            "coverage": task_coverage(run, cfg, samples, skipped, dropped), "metrics": metrics, "intervals": intervals,
+            "interval_method": METHOD, "metric_notes": notes, "metric_same": same,
+            "counts": {"samples": len(verdicts), **counts},
             "resumed": log.resumed, "timing": timing, "skipped_tasks": skipped, "reference_failures": reference_failures, "tasks": tasks}
+
+
+def provenance(run: Run) -> dict[str, Any]:
+    """What a run measured, for results.json: the benchmark variant (its options in the
+    name), the data file it actually read and that file's digest, and the limits."""
+    config = run.store.config
+    return {"variant": config.get("variant", run.cfg.benchmark), "data_read": config.get("data_read"),
+            "data_digest": config.get("data_digest", {}), "limits": config.get("limits", {})}
+
+
+def provenance_line(results: dict) -> str:
+    """The summary's line on the data read: "data FILE (sha256 0123456789ab)"; "" for a
+    benchmark's embedded data."""
+    read, digest = results.get("data_read"), results.get("data_digest") or {}
+    if not read:
+        return ""
+    return f"data {read}" + (f" (sha256 {digest['sha256'][:12]})" if digest.get("sha256") else "")
 
 
 def verdict_lines(counts: dict) -> list[str]:
@@ -367,9 +396,8 @@ def verdict_lines(counts: dict) -> list[str]:
     return lines
 
 
-def compute_metrics(plugins, verdicts: list[Verdict], ks: list[int], skipped_fail: bool = True
-                    ) -> tuple[dict[str, float], dict[str, str], dict[str, dict[str, float]], dict[str, str]]:
-    """(metrics, notes, per-task figures, same: ``code_metrics``) from the code-metric plugins. Groups (e.g.
+def compute_metrics(plugins, verdicts: list[Verdict], ks: list[int], skipped_fail: bool = True):
+    """(metrics, notes, per-task figures, same, intervals: ``code_metrics``) from the code-metric plugins. Groups (e.g.
     HumanEval+'s base tests) get their own entries, named "<group>:<metric>", when a benchmark
     has more than one group."""
     groups = sorted({g for v in verdicts for g in v.groups})
@@ -381,15 +409,17 @@ def compute_metrics(plugins, verdicts: list[Verdict], ks: list[int], skipped_fai
 
 
 def code_metrics(plugins, outcomes: dict[str, dict[str, list[bool]]], ks: list[int]
-                 ) -> tuple[dict[str, float], dict[str, str], dict[str, dict[str, float]], dict[str, str]]:
+                 ) -> tuple[dict[str, float], dict[str, str], dict[str, dict[str, float]], dict[str, str],
+                            dict[str, tuple[float, float] | None]]:
     """Every code-metric plugin, in printing order, at every k (a metric computed at n: at
     the number of samples every task has; none where tasks have different numbers) over ``outcomes`` (a metric-name prefix, "" or
     "<group>:", -> task -> pass/fail per sample, in sample order): (metrics, notes on the
     undefined ones, per-task figures of the unprefixed outcomes, same). ``same`` maps a
     figure computed at n that equals one before it to that one (avg@n is pass@1 when every
     task has n samples): the summary prints the first and names the other beside it. The
-    report computes evalplus results with it too, so both read alike."""
-    metrics, notes, per_task, same = {}, {}, defaultdict(dict), {}
+    report computes evalplus results with it too, so both read alike. ``intervals``: each
+    figure's 95 % interval over tasks (``harness.intervals``)."""
+    metrics, notes, per_task, same, intervals = {}, {}, defaultdict(dict), {}, {}
     for prefix, by_task in outcomes.items():
         # A metric computed at n needs the same n everywhere: with 1 sample here and 2 there,
         # "the first n" would be the first sample of every task, which is not what it names.
@@ -407,10 +437,12 @@ def code_metrics(plugins, outcomes: dict[str, dict[str, list[bool]]], ks: list[i
                     if twin is not None:
                         same[label] = twin
                 metrics[label] = value.value
+                judged = {t: o for t, o in by_task.items() if o}
+                intervals[label] = metric_interval(lambda units, m=metric, k=k: m.compute(units, k), judged)
                 if not prefix:
                     for task, fig in value.per_task.items():
                         per_task[task][label] = fig
-    return metrics, notes, per_task, same
+    return metrics, notes, per_task, same, intervals
 
 
 def sample_outcomes(verdicts: list[Verdict], group: str | None = None, skipped_fail: bool = True

@@ -33,6 +33,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Iterator
 
 from codea1.harness.errors import Codea1Error, ConfigError
+from codea1.harness.flows.evaluate import provenance
+from codea1.harness.intervals import METHOD, MIN_RANKED_TASKS, metric_interval
 from codea1.harness.jsonl import json_rows
 from codea1.harness.metrics import TestMetric, in_order
 from codea1.harness.progress import stage_bar
@@ -66,6 +68,7 @@ class EvaluateTestsConfig(LimitedRunConfig):
     suite: int = 0  # which suite of a task, when the tests file holds several (rows with "index")
     # Asserts outside the paper's form run as before, marked in-process (never for training).
     allow_other_forms: bool = False
+    allow_partial: bool = False  # score a tests file that lacks some of the selected tasks (labelled partial)
 
     COMMAND = "evaluate-tests"
     ROWS = "tasks.jsonl"
@@ -91,7 +94,7 @@ def evaluate_tests(plugins, cfg: EvaluateTestsConfig) -> dict[str, Any]:
         raise ConfigError(f"--mut-task-set {cfg.mut_task_set!r}: expected per-k or largest-k")
     ks = sorted(set(cfg.k))
     with open_run(plugins, cfg) as run:
-        chosen = choose_tests(run, cfg, ks[-1])
+        chosen, coverage = choose_tests(run, cfg, ks[-1])
         run.start()
         records, todo = resume(run, cfg, chosen, ks)
         timing: dict[str, float] = {}
@@ -100,6 +103,8 @@ def evaluate_tests(plugins, cfg: EvaluateTestsConfig) -> dict[str, Any]:
             coverage_stage(run, cfg, staged, ks, timing)
         mutants_stage(run, cfg, staged, ks, records, timing)
         results = tests_results(plugins, records, ks, cfg)
+        results.update(provenance(run))
+        results["coverage"] = coverage
         results["timing"] = timing
         if cfg.tests == GOLDEN and run.bench.golden_tests_note:
             results["golden_note"] = run.bench.golden_tests_note
@@ -128,6 +133,9 @@ def tests_rows(path: str, problems: dict[str, Problem]) -> Iterator[tuple[str, s
         index = row.get("index")
         if index is not None and (not isinstance(index, int) or index < 0):
             raise TestsFileError(f"{where}: field 'index' must be a suite number (an integer >= 0)")
+        if "tests" in row and "completion" in row:
+            raise TestsFileError(f"{where}: both fields 'tests' and 'completion': keep one (a list of asserts, or "
+                                 f"a model's answer to parse)")
         if "tests" in row:
             if not isinstance(row["tests"], list) or not all(isinstance(t, str) for t in row["tests"]):
                 raise TestsFileError(f"{where}: field 'tests' must be a list of assert strings")
@@ -144,16 +152,22 @@ def tests_rows(path: str, problems: dict[str, Problem]) -> Iterator[tuple[str, s
 def read_tests_file(path: str, problems: dict[str, Problem], suite: int = 0) -> dict[str, list[str]]:
     """One suite per task. A file from ``codea1 generate`` may hold several per task, each row
     numbered by its ``index`` field: suite ``suite`` is read (for white-box files, the first
-    candidate code's). Rows without ``index`` are one per task."""
+    candidate code's). Rows without ``index`` are one per task. A suite number no row has
+    is refused, naming the ones the file holds."""
     out: dict[str, list[str]] = {}
     seen: set[tuple] = set()
+    suites: set[int] = set()
     for where, task, index, code_index, tests in tests_rows(path, problems):
+        suites.add(index or 0)
         if (task, code_index, index) in seen:
             suffix = f" with index {index}" if index is not None else " (number its suites with an 'index' field)"
             raise TestsFileError(f"{where}: field 'task_id': task {task!r} appears twice{suffix}")
         seen.add((task, code_index, index))
         if (index or 0) == suite and task not in out:
             out[task] = tests
+    if suites and suite not in suites:
+        raise TestsFileError(f"{path}: --suite {suite}: no row has index {suite} (the file holds suite"
+                             f"{'s' if len(suites) > 1 else ''} {', '.join(map(str, sorted(suites)))})")
     return out
 
 
@@ -169,13 +183,37 @@ def golden_source(test: TestCase, entry_point: str) -> str:
 
 
 
-def choose_tests(run: Run, cfg: EvaluateTestsConfig, kmax: int) -> dict[str, list[str]]:
+def choose_tests(run: Run, cfg: EvaluateTestsConfig, kmax: int) -> tuple[dict[str, list[str]], dict[str, Any]]:
     """Each selected task's first max(k) tests, as sources: the benchmark's own (golden) or
-    the tests file's."""
+    the tests file's; and the coverage block (``tests_coverage``). A tests file must hold
+    every selected task (as evaluate's samples file must): one that lacks some is refused
+    unless ``allow_partial``, and then labelled PARTIAL."""
     if cfg.tests == GOLDEN:
-        return {t: [golden_source(x, p.entry_point) for x in p.tests[:kmax]] for t, p in run.problems.items() if p.tests}
-    chosen = read_tests_file(cfg.tests, run.all_problems, cfg.suite)
-    return {t: s[:kmax] for t, s in chosen.items() if t in run.problems}
+        chosen = {t: [golden_source(x, p.entry_point) for x in p.tests[:kmax]]
+                  for t, p in run.problems.items() if p.tests}
+        return chosen, tests_coverage(run, cfg, chosen, 0)
+    given = read_tests_file(cfg.tests, run.all_problems, cfg.suite)
+    chosen = {t: s[:kmax] for t, s in given.items() if t in run.problems}
+    missing = [t for t in run.problems if t not in chosen]
+    if missing and not cfg.allow_partial:
+        shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+        which = "selected tasks" if len(run.problems) < len(run.all_problems) else f"tasks of {cfg.benchmark}"
+        raise ConfigError(f"{cfg.tests}: tests for {len(chosen)} of the {len(run.problems)} {which} (none for "
+                          f"{shown}); score them as a partial run with --allow-partial, or choose the tasks with "
+                          f"--tasks or --limit")
+    return chosen, tests_coverage(run, cfg, chosen, len(given) - len(chosen))
+
+
+def tests_coverage(run: Run, cfg: EvaluateTestsConfig, chosen: dict[str, list[str]], dropped: int) -> dict[str, Any]:
+    """What the figures cover (results.json's ``coverage``, read as evaluate's): tasks with
+    tests of the benchmark's, ``partial`` when not all of them, and how many tasks of the
+    tests file lay outside the selection (``dropped``: --tasks or --limit left them out)."""
+    scored = len(chosen)
+    selected_by = [flag for flag, given in (("--tasks", cfg.tasks), ("--limit", cfg.limit is not None),
+                                            ("--allow-partial", scored < len(run.problems))) if given]
+    return {"tasks": scored, "of": len(run.all_problems), "scored": scored, "skipped": 0,
+            "skipped_count_as": "failures", "partial": scored < len(run.all_problems), "selected_by": selected_by,
+            "dropped": dropped, "dropped_what": "suite(s)"}
 
 
 def resume(run: Run, cfg: EvaluateTestsConfig, chosen: dict[str, list[str]], ks: list[int]
@@ -324,15 +362,26 @@ def mutants_stage(run: Run, cfg: EvaluateTestsConfig, staged: dict[str, Staged],
 
 def tests_results(plugins, records: dict[str, TaskRecord], ks: list[int], cfg: EvaluateTestsConfig) -> dict:
     records = dict(sorted(records.items()))  # sums in task order: the same figures, to the last bit, every run
-    metrics, notes = {}, {}
+    metrics, notes, intervals, counts = {}, {}, {}, {}
+    figures: dict[str, dict[str, float]] = {t: {} for t in records}  # per task: each figure a metric gives it
     for metric in in_order(plugins, TestMetric):
         for k in ks:
-            value = metric.compute(records, k, task_set=cfg.mut_task_set, largest_k=ks[-1])
+            def compute(units, metric=metric, k=k):
+                return metric.compute(units, k, task_set=cfg.mut_task_set, largest_k=ks[-1])
+
+            value = compute(records)
             metrics[metric.label(k)] = value.value
+            intervals[metric.label(k)] = metric_interval(compute, records)
+            for t, figure in value.per_task.items():
+                figures[t][metric.label(k)] = figure
             # A figure over some of the tasks says over how many (mut@k: those whose first k
             # tests are all valid; coverage: where it was measured).
-            counted = f"over {len(value.per_task)} of {len(records)} tasks" \
-                if value.value is not None and 0 < len(value.per_task) < len(records) else ""
+            counted = f"over {value.task_count} of {len(records)} tasks" \
+                if value.value is not None and 0 < value.task_count < len(records) else ""
+            if counted and value.task_count < MIN_RANKED_TASKS:
+                counted += ": too few to rank"
+            if value.value is not None:
+                counts[metric.label(k)] = value.task_count or len(records)
             if value.note or counted:
                 notes[metric.label(k)] = "; ".join(x for x in (counted, value.note) if x)
     per_task = {}
@@ -347,9 +396,11 @@ def tests_results(plugins, records: dict[str, TaskRecord], ks: list[int], cfg: E
                                      and m["status"] != "sandbox_error"]},
             "coverage": r.coverage,
             "in_process": r.in_process,
+            "figures": figures[t],
         }
     return {"command": "evaluate-tests", "benchmark": cfg.benchmark, "k": ks, "metrics": metrics,
-            "metric_notes": notes, "tasks": per_task,
+            "intervals": intervals, "interval_method": METHOD, "metric_tasks": counts, "metric_notes": notes,
+            "tasks": per_task,
             "counts": {"tasks": len(records), "tests_in_process": sum(len(r.in_process) for r in records.values()),
                        "sandbox_error_mutants": sum(m["status"] == "sandbox_error" for r in records.values()
                                                     for m in r.mutants)}}

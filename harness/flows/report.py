@@ -38,8 +38,10 @@ from pathlib import Path
 from typing import Any
 
 from codea1.harness.errors import Codea1Error, ConfigError
+from codea1.harness.intervals import METHOD, MIN_RANKED_TASKS, mean_interval, paired
 from codea1.harness.registry import did_you_mean
 from codea1.harness.reporting import Figure, Report, Table
+from codea1.harness.run import variant_name
 from codea1.harness.runstore import make_directory, run_status
 from codea1.harness.training import LogColumn, RunColumns, run_columns
 
@@ -87,6 +89,9 @@ class RunData:
     partial: str = ""  # "10 of 164 tasks" where its figures are not the whole benchmark's
     skipped: dict[str, str] = field(default_factory=dict)  # task -> why it could not be judged (evaluate)
     skipped_count_as: str = ""  # "counted as failures" or "left out of the figures"
+    intervals: dict[str, tuple[float, float]] = field(default_factory=dict)  # metric -> its 95 % interval
+    task_figures: dict[str, dict[str, float]] = field(default_factory=dict)  # metric -> task -> its figure
+    metric_tasks: dict[str, int] = field(default_factory=dict)  # metric -> tasks it rests on (when fewer)
 
 
 # -- 1. read ---------------------------------------------------------------------------------
@@ -133,7 +138,15 @@ def read_run(plugins, given: str, label: str) -> RunData:
                   status, digest, config=config,
                   # a figure equal to another of the run by definition (avg@n = pass@1) is one column
                   metrics={k: v for k, v in results.get("metrics", {}).items() if k not in results.get("metric_same", {})},
-                  curves=results.get("curves", {}))
+                  curves=results.get("curves", {}),
+                  intervals={k: tuple(v) for k, v in (results.get("intervals") or {}).items() if v},
+                  metric_tasks=dict(results.get("metric_tasks") or {}))
+    for task, found in (results.get("tasks") or {}).items():
+        # per task, each figure a metric gave it (evaluate: beside the task's counts)
+        given = found.get("figures", found) if isinstance(found, dict) else {}
+        for metric in run.metrics:
+            if is_number(given.get(metric)) and not found.get("skipped"):
+                run.task_figures.setdefault(metric, {})[task] = float(given[metric])
     if kind == "evaluate":
         # A skipped task (a library missing, the reference failing here) reads "skipped", never
         # 0.00 as if a sample had been judged and failed.
@@ -150,14 +163,15 @@ def read_run(plugins, given: str, label: str) -> RunData:
         run.skipped = {t: r["skipped"] for t, r in results.get("tasks", {}).items() if r.get("skipped")}
         run.skipped_count_as = ("left out of the figures" if coverage.get("skipped_count_as") == "left out"
                                 else "counted as failures")
+    if kind == "evaluate-tests" and results.get("tasks") is not None:
+        run.task_set = frozenset(results["tasks"])
+        coverage = results.get("coverage") or {}
+        if coverage.get("partial"):
+            run.partial = f"{coverage.get('scored')} of {coverage.get('of')} tasks"
     return run
 
 
-def benchmark_column(name: str, options: dict | None) -> str:
-    """The benchmark as a column names it: its options are part of what is scored (split=instruct,
-    subset=hard, base_only=true are other figures than the defaults), so they are in the name."""
-    shown = {k: v for k, v in (options or {}).items() if k != "data"}
-    return name + ("[" + ",".join(f"{k}={v}" for k, v in sorted(shown.items())) + "]" if shown else "")
+benchmark_column = variant_name  # a column is one benchmark variant
 
 
 def read_evalplus(plugins, path: Path, label: str) -> RunData:
@@ -191,11 +205,16 @@ def read_evalplus(plugins, path: Path, label: str) -> RunData:
         plus = base
     n = min(len(v) for v in plus.values()) if plus else 0
     ks = sorted({k for k in EVALPLUS_KS if k <= n} | {n}) if n else []
-    metrics, _, _, same = code_metrics(plugins, groups, ks)
+    metrics, _, per_task, same, intervals = code_metrics(plugins, groups, ks)
     metrics = {k: v for k, v in metrics.items() if k not in same}
     digest = {"md5": doc["hash"]} if isinstance(doc.get("hash"), str) else {}
+    figures: dict[str, dict[str, float]] = {}
+    for task, by_metric in per_task.items():
+        for metric, figure in by_metric.items():
+            figures.setdefault(metric, {})[task] = figure
     return RunData(path, label, "evalplus", benchmark, "complete", digest, metrics=metrics,
-                   tasks={t: sum(v) / len(v) for t, v in plus.items()}, task_set=frozenset(plus))
+                   tasks={t: sum(v) / len(v) for t, v in plus.items()}, task_set=frozenset(plus),
+                   intervals={k: v for k, v in intervals.items() if v}, task_figures=figures)
 
 
 # -- 2. labels -------------------------------------------------------------------------------
@@ -240,6 +259,7 @@ def metric_table(name: str, title: str, runs: list[RunData], avg: bool = False):
     owner: dict[tuple[str, str], RunData] = {}
     columns: list[str] = []
     status: dict[str, str] = {}
+    intervals: dict[tuple[str, str], tuple[float, float]] = {}
     for run in runs:
         row = cells.setdefault(run.label, {})
         if run.status != "complete":
@@ -255,6 +275,8 @@ def metric_table(name: str, title: str, runs: list[RunData], avg: bool = False):
             if column not in columns:
                 columns.append(column)
             row[column] = float(value) if is_number(value) else None
+            if run.intervals.get(metric) and is_number(value):
+                intervals[(run.label, column)] = run.intervals[metric]
         status.setdefault(run.label, run.status)
     columns.sort(key=lambda c: (c.split(" ")[0], metric_order(c.split(" ", 1)[1])))
     if avg:
@@ -268,10 +290,25 @@ def metric_table(name: str, title: str, runs: list[RunData], avg: bool = False):
             for label, row in cells.items():
                 values = [row.get(c) for c in cols]
                 row[f"Avg {metric}"] = sum(values) / len(values) if all(is_number(v) for v in values) else None
+                parts = [intervals.get((label, c)) for c in cols]
+                if is_number(row[f"Avg {metric}"]) and all(parts):
+                    intervals[(label, f"Avg {metric}")] = average_interval(row[f"Avg {metric}"], parts)
     frame = pd.DataFrame.from_dict(cells, orient="index", columns=columns).astype(object)
     frame = frame.where(frame.notna(), None)
-    table = Table(name, title, frame, metric_columns=list(columns), status=status)
+    table = Table(name, title, frame, metric_columns=list(columns), status=status, intervals=intervals)
     return table, owner
+
+
+Z95 = 1.959964  # the normal quantile of a 95 % two-sided interval
+
+
+def average_interval(average: float, parts: list[tuple[float, float]]) -> tuple[float, float]:
+    """The 95 % interval of an average over benchmarks from each benchmark's own: the
+    benchmarks' tasks are drawn independently, so the average's standard error is the root
+    of the summed squared errors over the count, each error read off its interval's width
+    (width / (2 x 1.96)); normal approximation."""
+    error = math.sqrt(sum(((high - low) / (2 * Z95)) ** 2 for low, high in parts)) / len(parts)
+    return average - Z95 * error, average + Z95 * error
 
 
 def metric_order(metric: str) -> tuple:
@@ -292,15 +329,17 @@ def training_table(runs: list[RunData]) -> Table | None:
     trainers = {r.label: r.declared.trainer for r in runs}
     differing = ablation_axes(runs, trainers)
     options = [k for k in declared_union(runs, lambda d: d.ablation_keys) if any(k in keys for keys in differing.values())]
-    cells, status = {}, {}
+    cells, status, intervals, windows = {}, {}, {}, {}
     for run in runs:
         if run.label in cells:
             raise ReportError(f"two train runs are labelled {run.label!r} ({run.path}): give one another with --name")
         given = run.config.get("trainer", {})
+        figures, bounds, windows[run.label] = last_figures(run)
         cells[run.label] = {"trainer": trainers[run.label], "steps": len(run.steps),
                             **{k: given[k] if isinstance(given[k], (int, float, str)) else json.dumps(given[k])
                                for k in differing[trainers[run.label]] if k in given},
-                            **last_figures(run)}
+                            **figures}
+        intervals |= {(run.label, column): interval for column, interval in bounds.items()}
         status[run.label] = run.status
     declared = [c for c in declared_union(runs, lambda d: d.columns) if c.table]
     shown = [c for c in declared if any(name in row for row in cells.values() for name in table_names(c))]
@@ -309,11 +348,23 @@ def training_table(runs: list[RunData]) -> Table | None:
     frame = pd.DataFrame.from_dict(cells, orient="index", columns=["trainer", *options, "steps", *metric_columns, *plain])
     frame = frame.astype(object).where(frame.notna(), None)
     headers = {name: header for c in shown for name, header in zip(table_names(c), table_headers(c))}
-    table = Table("training", "Training (last step)", frame, metric_columns=metric_columns, status=status,
-                  headers=headers, lower_better=[c.column for c in shown if c.fraction and not c.higher_is_better])
+    table = Table("training", "Training (the last steps)", frame, metric_columns=metric_columns, status=status,
+                  headers=headers, lower_better=[c.column for c in shown if c.fraction and not c.higher_is_better],
+                  intervals=intervals)
+    for label, steps in windows.items():
+        if steps < MIN_WINDOW:
+            for column in metric_columns:
+                if is_number(frame.at[label, column]):
+                    table.marks[(label, column)] = "§"
+    if table.marks:
+        table.notes.append(f"§ fewer than {MIN_WINDOW} steps: shown, not ranked.")
     legend = [f"{', '.join(table_headers(c))}: {c.means}" + (" at step 1 and at the last step" if c.first else "")
               for c in shown if c.means]
-    table.notes.append("The last step in the step log" + (f". {'; '.join(legend)}." if legend else "."))
+    table.notes.append(f"A rate is the mean over the last quarter of a run's steps (at least {MIN_WINDOW}: "
+                       f"{', '.join(f'{label} {n}' for label, n in windows.items())}), in square brackets its "
+                       f"95 % interval over those steps (bootstrap, seed {METHOD['seed']}; steps taken as "
+                       f"independent); other figures at the last step"
+                       + (f". {'; '.join(legend)}." if legend else "."))
     axes = [f"{t}: {', '.join(keys)}" for t, keys in sorted(differing.items()) if keys]
     if axes:
         table.notes.append(f"Trainer options that differ between runs of one trainer (shown for that trainer's "
@@ -378,38 +429,134 @@ def ablation_axes(runs: list[RunData], trainers: dict[str, str]) -> dict[str, li
     return out
 
 
-def last_figures(run: RunData) -> dict[str, Any]:
-    """The values of the declared table columns at the last step (a rate as a fraction), and
-    at the first for those that show it (a loss: whether the run learned)."""
+MIN_WINDOW = 3  # steps: a training figure over fewer is shown, not ranked
+
+
+def window(steps: int) -> int:
+    """The steps a training figure averages: the last quarter of the run, at least
+    MIN_WINDOW (all of a shorter run)."""
+    return min(steps, max(MIN_WINDOW, math.ceil(steps / 4)))
+
+
+def last_figures(run: RunData) -> tuple[dict[str, Any], dict[str, tuple[float, float]], int]:
+    """The values of the declared table columns (a rate as a fraction: the mean over the
+    last ``window`` steps, with its 95 % interval over those steps; a plain number at the
+    last step), at the first step too for those that show it (a loss: whether the run
+    learned); and the window's length. One noisy step never decides a comparison."""
     out: dict[str, Any] = {}
+    intervals: dict[str, tuple[float, float]] = {}
+    last = window(len(run.steps))
     for column in run.declared.columns:
         values = [column.value(s) for s in run.steps if is_number(column.value(s))]
         if not column.table or not values:
             continue
         if column.first:
             out |= {f"{column.column}_first": values[0], f"{column.column}_last": values[-1]}
+        elif column.fraction:
+            recent = [float(column.value(s)) for s in run.steps[-last:] if is_number(column.value(s))]
+            if recent:
+                out[column.column] = math.fsum(recent) / len(recent)
+                interval = mean_interval({f"{i:09d}": v for i, v in enumerate(recent)})
+                if interval:
+                    intervals[column.column] = interval
         elif is_number(column.value(run.steps[-1])):
-            out[column.column] = float(values[-1]) if column.fraction else values[-1]
-    return out
+            out[column.column] = values[-1]
+    return out, intervals, last
 
 
-def rank(table: Table) -> None:
+def column_figures(owner: dict[tuple[str, str], RunData], row: str, column: str) -> dict[str, float] | None:
+    """The per-task figures behind a cell (None where the run did not record them)."""
+    run = owner.get((row, column))
+    return run.task_figures.get(column.split(" ", 1)[1]) if run is not None else None
+
+
+def avg_parts(table: Table, column: str) -> list[str]:
+    """The benchmark columns an "Avg METRIC" column averages."""
+    metric = column.removeprefix("Avg ")
+    return [c for c in table.metric_columns if not c.startswith("Avg ") and c.split(" ", 1)[1] == metric]
+
+
+def paired_in(table: Table, owner: dict, column: str, row: str, other: str) -> dict | None:
+    """``row`` minus ``other`` in ``column``, paired over their common tasks
+    (``intervals.paired``); an Avg column's from its benchmarks' (their mean, the errors
+    combined as in ``average_interval``). None where a side lacks per-task figures."""
+    if column.startswith("Avg "):
+        parts = [paired_in(table, owner, c, row, other) for c in avg_parts(table, column)]
+        if not parts or not all(p and p["interval"] for p in parts):
+            return None
+        difference = sum(p["difference"] for p in parts) / len(parts)
+        low, high = average_interval(difference, [p["interval"] for p in parts])
+        return {"difference": difference, "interval": (low, high), "tasks": sum(p["tasks"] for p in parts),
+                "significant": low > 0 or high < 0}
+    mine, theirs = column_figures(owner, row, column), column_figures(owner, other, column)
+    return paired(mine, theirs) if mine and theirs else None
+
+
+def tied(table: Table, owner: dict, column: str, a: str, b: str) -> bool:
+    """Whether two cells do not differ at 95 %: paired over common tasks where both have
+    per-task figures, else their intervals overlap, else their values are equal."""
+    pair = paired_in(table, owner, column, a, b)
+    if pair is not None and pair["interval"]:
+        return not pair["significant"]
+    ia, ib = table.intervals.get((a, column)), table.intervals.get((b, column))
+    if ia and ib:
+        return ia[0] <= ib[1] and ib[0] <= ia[1]
+    return table.frame.at[a, column] == table.frame.at[b, column]
+
+
+def figure_tasks(owner: dict, row: str, column: str) -> int | None:
+    """How many tasks a cell's figure rests on, where the run says."""
+    run = owner.get((row, column))
+    if run is None:
+        return None
+    metric = column.split(" ", 1)[1]
+    if metric in run.metric_tasks:
+        return run.metric_tasks[metric]
+    if metric in run.task_figures:
+        return len(run.task_figures[metric])
+    return len(run.task_set) if run.task_set is not None else None
+
+
+def too_few_tasks(table: Table, owner: dict) -> None:
+    """A figure over fewer than MIN_RANKED_TASKS tasks is shown but not ranked (one task
+    more or less moves it by ten points or more): marked with a section sign."""
+    for (row, column) in list(owner):
+        tasks = figure_tasks(owner, row, column)
+        if tasks is not None and tasks < MIN_RANKED_TASKS and is_number(table.frame.at[row, column]):
+            table.marks[(row, column)] = table.marks.get((row, column), "") + "§"
+    if any("§" in mark for mark in table.marks.values()):
+        table.notes.append(f"§ a figure over fewer than {MIN_RANKED_TASKS} tasks: shown, not ranked.")
+
+
+def rank(table: Table, owner: dict | None = None) -> None:
     """Best (1) and second (2) per metric column among complete rows over the column's tasks
-    (a cell marked ‡ by ``check_tasks`` is not ranked); higher is better unless the column is
-    one of ``lower_better``. Ties share a rank."""
+    (a cell marked ‡ or § is not ranked), higher is better unless the column is one of
+    ``lower_better``: rank 1 is the top figure and every row that does not differ from it
+    at 95 % (``tied``: paired over common tasks where per-task figures exist, else by
+    overlapping intervals); rank 2 the best of the rest and the rows tied with it. A tie is
+    shown as a tie: every row of it is marked."""
+    owner = owner or {}
     for column in table.metric_columns:
         rows = [row for row in table.frame.index if table.status.get(row, "complete") == "complete"
-                and is_number(table.frame.at[row, column]) and "‡" not in table.marks.get((row, column), "")]
-        values = sorted({table.frame.at[row, column] for row in rows}, reverse=column not in table.lower_better)
-        if len(values) < 2:
+                and is_number(table.frame.at[row, column])
+                and not {"‡", "§"} & set(table.marks.get((row, column), ""))]
+        if len(rows) < 2:
             continue
-        for row in rows:
-            value = table.frame.at[row, column]
-            if value in values[:2]:
-                table.ranks[(row, column)] = values.index(value) + 1
+        rows.sort(key=lambda r: table.frame.at[r, column], reverse=column not in table.lower_better)
+        first = [r for r in rows if r == rows[0] or tied(table, owner, column, rows[0], r)]
+        rest = [r for r in rows if r not in first]
+        if len(first) == len(rows):
+            continue  # no row differs from the best: nothing to mark
+        second = [r for r in rest if r == rest[0] or tied(table, owner, column, rest[0], r)]
+        for r in first:
+            table.ranks[(r, column)] = 1
+        for r in second:
+            table.ranks[(r, column)] = 2
 
 
-def deltas(table: Table, baseline: str | None) -> None:
+def deltas(table: Table, baseline: str | None, owner: dict | None = None) -> None:
+    """Each row minus the baseline per metric column (``table.deltas``), and where per-task
+    figures exist the paired difference with its interval (``table.paired``)."""
     import pandas as pd
 
     if baseline is None or baseline not in table.frame.index:
@@ -420,6 +567,10 @@ def deltas(table: Table, baseline: str | None) -> None:
         for row in table.frame.index:
             value = table.frame.at[row, column]
             out.at[row, column] = (value - base) if row != baseline and is_number(value) and is_number(base) else None
+            if out.at[row, column] is not None and owner:
+                pair = paired_in(table, owner, column, row, baseline)
+                if pair is not None:
+                    table.paired[(row, column)] = pair
     table.deltas = out
 
 
@@ -723,11 +874,23 @@ def build_report(plugins, cfg: ReportConfig) -> Report:
             continue
         check_data(table, owner, warnings, cfg.strict)
         check_tasks(table, owner, warnings, cfg.strict)
-        rank(table)
-        deltas(table, baseline)
-        if table.deltas is not None and any(is_number(v) for v in table.deltas.to_numpy().ravel()):
-            table.notes.append(f"In brackets: the difference from {baseline} in points.")  # where one is shown
-        table.notes.append("Figures in %. Bold: best; underlined: second (complete runs only).")
+        too_few_tasks(table, owner)
+        rank(table, owner)
+        deltas(table, baseline, owner)
+        if table.intervals:
+            table.notes.append(f"In square brackets: the 95 % interval over tasks ({METHOD['method']}, "
+                               f"{METHOD['resamples']} draws, seed {METHOD['seed']}; an Avg column's from its "
+                               f"benchmarks', normal approximation).")
+        if table.paired:
+            table.notes.append(f"In parentheses: the difference from {baseline} in points, paired over the tasks "
+                               f"both scored, with its 95 % interval; * where the interval leaves out 0 "
+                               f"(a significant difference).")
+        elif table.deltas is not None and any(is_number(v) for v in table.deltas.to_numpy().ravel()):
+            table.notes.append(f"In parentheses: the difference from {baseline} in points (no per-task figures "
+                               f"to pair: not tested).")
+        table.notes.append("Figures in %. Bold: best, with every run that does not differ from it at 95 % "
+                           "(paired over common tasks where per-task figures exist, else overlapping "
+                           "intervals); underlined: second, likewise (complete runs only).")
     return Report(cfg.title, runs_table(runs), tables, figures(runs, code), details(runs, baseline), warnings,
                   baseline)
 

@@ -68,9 +68,11 @@ def count_rows(path: Path) -> int:
 
 def selection(config: dict) -> str:
     """The benchmark, its data and the tasks a run took."""
-    text = config.get("benchmark", "")
-    if config.get("data"):
-        text += f" ({config['data']})"
+    text = config.get("variant") or config.get("benchmark", "")
+    read = config.get("data_read") or config.get("data")
+    if read:
+        digest = (config.get("data_digest") or {}).get("sha256", "")
+        text += f" ({read}" + (f", sha256 {digest[:12]}" if digest else "") + ")"
     if config.get("tasks"):
         text += f", {len(config['tasks'])} tasks"
     if config.get("limit"):
@@ -95,6 +97,7 @@ def with_metrics(results: dict, shown: dict) -> None:
     shown["metrics"] = results.get("metrics", {})
     shown["metric_notes"] = results.get("metric_notes", {})
     shown["metric_same"] = results.get("metric_same", {})
+    shown["intervals"] = results.get("intervals", {})
 
 
 def show_evaluate(path: Path, config: dict, results: dict, shown: dict) -> None:
@@ -117,6 +120,10 @@ def show_evaluate_tests(path: Path, config: dict, results: dict, shown: dict) ->
                        "k": ", ".join(map(str, config.get("k", []))), "limits": limits(config),
                        "coverage": "yes" if config.get("coverage") else "no"}
     with_metrics(results, shown)
+    if results.get("coverage"):
+        from codea1.harness.flows.evaluate import coverage_line
+
+        shown["lines"].append(coverage_line(results["coverage"]))
     if results.get("counts"):
         from codea1.harness.flows.evaluate_tests import count_lines
 

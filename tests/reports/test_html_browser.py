@@ -89,7 +89,9 @@ def test_html_report_renders_in_chromium(report_runs, train_runs, sft_runs, tmp_
     for image in rendered["images"]:
         assert image["complete"] and image["natural"][0] > 300 and image["natural"][1] > 200, image
         assert image["size"][0] > 0 and image["size"][1] > 0, image
-    assert rendered["bold"] > 0 and rendered["underlined"] == "underline"
+    # ranks follow significance: as many bold cells as the page ranks first, the second underlined
+    assert rendered["bold"] == len(re.findall(r'<td class="[^"]*\bbest\b', html))
+    assert rendered["underlined"] == ("underline" if re.search(r'<td class="[^"]*\bsecond\b', html) else "none")
     assert {t["id"] for t in rendered["tables"]} >= {"table-code", "table-tests", "table-best_of_n", "table-training",
                                                      "table-training_evaluation", "table-runs", "table-tasks-demo"}
     Path(tmp_path / "probe.json").write_text(json.dumps(rendered, indent=1))

@@ -71,8 +71,10 @@ def test_tables_rank_compute_deltas_and_show_the_paper_figures(evaluation_report
     # demo samples: pass@1 70.83 (unbiased over its 19 samples; 1 or 2 a task, so no avg@n);
     # model b: one sample per task, all but demo/3 right: 11 / 12 (its avg@1 is pass@1: one column)
     assert "|  | demo pass@1 (%) |" in md
-    assert "| model-b | **91.67 (+20.83)** |" in md
-    assert "| demo samples | <u>70.83</u> |" in md
+    # each with its 95 % interval over the 12 tasks; the paired difference's interval holds 0
+    # (demo/3 lost, demo/1, 2, 4, 6, 8, 9, 11 won on half the samples), so neither is ranked
+    assert "| model-b | 91.67 [75.0, 100.0] (+20.83 [-4.2, +41.7]) |" in md
+    assert "| demo samples | 70.83 [58.3, 83.3] |" in md
     assert "1 task model-b fails that demo samples passes" in md  # demo/3, on demand in the page
     import pandas as pd
 
@@ -124,7 +126,7 @@ def test_runs_in_progress_and_interrupted_are_marked_never_ranked(report_runs, t
         proc.wait()
     md = (report(runs, tmp_path / "r2") / "report.md").read_text()
     assert "| stopped (interrupted) |  |" in md
-    assert "| demo-samples | <u>70.83</u> |" in md  # ranked among the complete runs only
+    assert "| demo-samples | 70.83 [58.3, 83.3] |" in md  # alone among the complete runs: not ranked
 
 
 def test_other_data_in_one_column_is_flagged_or_refused(tmp_path, capsys):
@@ -137,8 +139,9 @@ def test_other_data_in_one_column_is_flagged_or_refused(tmp_path, capsys):
         assert main(["evaluate", "--benchmark", "kodcode", "--data", str(path), "--samples", str(samples),
                      "--tasks", "Prefill_00000020_I", "--out", str(tmp_path / name), "--no-progress"]) == 0
     md = (report([tmp_path / "a", tmp_path / "b"], tmp_path / "r") / "report.md").read_text()
-    # both cover one task of 200 (--tasks): partial, marked as such; b read other data besides
-    assert "| b | 0.00†‡ |" in md and "| a | 0.00‡ |" in md
+    # both cover one task of 200 (--tasks): partial, marked as such, and too few tasks to rank
+    # (no interval over one task); b read other data besides
+    assert "| b | 0.00†‡§ |" in md and "| a | 0.00‡§ |" in md
     assert f"{tmp_path / 'b'} read other data than {tmp_path / 'a'}" in md
     capsys.readouterr()
     assert main(["report", str(tmp_path / "a"), str(tmp_path / "b"), "--strict", "--out", str(tmp_path / "s")]) == 2
@@ -166,8 +169,9 @@ def test_evalplus_results_sit_beside_runs_with_the_same_data_hash(tmp_path):
 
     code = pd.read_csv(out / "code.csv", index_col="label")
     assert code.at["evalplus", "humaneval+ pass@1"] == code.at["ours", "humaneval+ pass@1"] == 0.0
-    assert pd.isna(code.at["evalplus", "marks"])  # the same data: no dagger; ours is 3 of 164 tasks: partial
-    assert code.at["ours", "marks"] == "humaneval+ pass@1:‡"
+    # the same data: no dagger; ours is 3 of 164 tasks: partial; both rest on 3 tasks: not ranked
+    assert code.at["evalplus", "marks"] == "humaneval+ pass@1:§"
+    assert code.at["ours", "marks"] == "humaneval+ pass@1:‡§"
     assert json.loads((tmp_path / "ours" / "config.json").read_text())["data_digest"]["md5"] == doc["hash"]
 
 
@@ -230,10 +234,11 @@ def test_the_brackets_note_only_where_a_bracket_is_shown(report_runs, tmp_path):
     r = report_runs
     md = (report([r["demo-samples"], r["golden-tests"]], tmp_path / "alone", "--baseline", str(r["demo-samples"]),
                  "--format", "md") / "report.md").read_text()
-    assert "(+" not in md and "(-" not in md and "In brackets" not in md  # nothing to compare with
+    assert "(+" not in md and "(-" not in md and "In parentheses" not in md  # nothing to compare with
     md = (report([r["demo-samples"], r["model-b"]], tmp_path / "pair", "--baseline", str(r["demo-samples"]),
                  "--format", "md") / "report.md").read_text()
-    assert md.count("In brackets: the difference from demo-samples in points.") == 1 and "(+20.83)" in md
+    assert md.count("In parentheses: the difference from demo-samples in points, paired") == 1
+    assert "(+20.83 [-4.2, +41.7])" in md
 
 
 def test_evalplus_results_give_every_metric_their_samples_allow(tmp_path):
@@ -264,6 +269,8 @@ def test_evalplus_results_give_every_metric_their_samples_allow(tmp_path):
 
 
 def test_latex_tables_are_well_formed_and_compile_when_tex_is_installed(evaluation_report, tmp_path):
+    import pandas as pd
+
     tex = (evaluation_report / "report.tex").read_text()
     tabulars = re.findall(r"\\begin\{tabular\}\{([lr]+)\}(.*?)\\end\{tabular\}", tex, re.S)
     assert len(tabulars) == 4  # code, tests, best-of-n, runs
@@ -274,7 +281,10 @@ def test_latex_tables_are_well_formed_and_compile_when_tex_is_installed(evaluati
             cells = re.split(r"(?<!\\)&", row.replace("\\hline", ""))
             assert len(cells) == len(spec), (spec, row)
         assert body.count("{") == body.count("}")
-    assert "\\textbf{100.00}" in tex and "\\underline{70.83}" in tex
+    ranked = [r for t in ("code", "tests", "best_of_n") for r in
+              pd.read_csv(evaluation_report / f"{t}.csv")["rank"].dropna() for r in r.split(";")]
+    assert tex.count("\\textbf{") == sum(r.endswith(":1") for r in ranked)
+    assert tex.count("\\underline{") == sum(r.endswith(":2") for r in ranked)
     shutil.copy(evaluation_report / "report.tex", tmp_path / "report.tex")
     compile_latex(tmp_path)  # skips without a TeX engine: the tabulars were checked by shape
     assert (tmp_path / "report.pdf").stat().st_size > 1000
@@ -299,7 +309,7 @@ def test_every_latex_table_fits_the_page(report_runs, train_runs, sft_runs, tmp_
     runs = [*report_runs.values(), *train_runs.values(), *sft_runs.values()]
     out = report(runs, tmp_path / "r", "--format", "tex", "--baseline", str(train_runs["code-a1-alpha0.5"]))
     tex = (out / "report.tex").read_text()
-    assert "\\subsection*{Training (last step)}" in tex and "\\shortstack[r]{\\strut R\\_C\\\\\\strut (\\%)}" in tex
+    assert "\\subsection*{Training (the last steps)}" in tex and "\\shortstack[r]{\\strut R\\_C\\\\\\strut (\\%)}" in tex
     log = compile_latex(out)
     assert "Overfull \\hbox" not in log, re.findall(r"Overfull \\hbox.*", log)
 
@@ -345,7 +355,7 @@ def test_a_third_party_reporter_plugs_in_by_name(report_runs, tmp_path):
     assert main(["--plugin", str(plugin), "report", str(report_runs["demo-samples"]), "--format", "json,md",
                  "--out", str(tmp_path / "r")]) == 0
     tables = json.loads((tmp_path / "r" / "report.json").read_text())
-    assert tables["code"]["demo-samples"]["demo pass@1"] == "70.83"
+    assert tables["code"]["demo-samples"]["demo pass@1"] == "70.83 [58.3, 83.3]"
     assert (tmp_path / "r" / "report.md").exists()
 
 
