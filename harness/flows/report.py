@@ -624,7 +624,8 @@ def runs_table(runs: list[RunData]):
     import pandas as pd
 
     rows = [{"label": r.label, "kind": r.kind, "benchmark": r.benchmark, "status": r.status,
-             "data": next((f"{k} {v[:12]}" for k, v in sorted(r.digest.items())), ""), "path": str(r.path)}
+             "data": next((f"{k} {r.digest[k][:12]}" for k in ("sha256", "tasks_sha256", "md5") if k in r.digest), ""),
+             "path": str(r.path)}
             for r in runs]
     frame = pd.DataFrame(rows, columns=["label", "kind", "benchmark", "status", "data", "path"])
     frame.index = [f"{i + 1}" for i in range(len(rows))]
