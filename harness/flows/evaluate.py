@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from codea1.harness.errors import ConfigError
-from codea1.harness.intervals import METHOD, metric_interval
+from codea1.harness.intervals import METHOD, MIN_RANKED_TASKS, metric_interval
 from codea1.harness.metrics import CodeMetric, in_order
 from codea1.harness.progress import stage_bar
 from codea1.harness.records import (
@@ -339,6 +339,11 @@ def summarise(run: Run, cfg: EvaluateConfig, samples: list[CodeSample], log: Ver
     verdicts = log.of(samples)
     metrics, notes, per_task, same, intervals = compute_metrics(run.plugins, verdicts, cfg.k,
                                                                 skipped_fail=not cfg.exclude_skipped)
+    scored = len({v.task_id for v in verdicts if not cfg.exclude_skipped or v.status != SKIPPED})
+    if scored < MIN_RANKED_TASKS:  # shown, and said to be too few to compare on
+        for label in metrics:
+            if metrics[label] is not None and label not in same:
+                notes[label] = "; ".join(x for x in (f"over {scored} tasks: too few to rank", notes.get(label)) if x)
     counts = {status: 0 for status in VERDICT_STATUSES}
     for v in verdicts:
         counts[v.status] = counts.get(v.status, 0) + 1

@@ -378,8 +378,9 @@ def tests_results(plugins, records: dict[str, TaskRecord], ks: list[int], cfg: E
             # tests are all valid; coverage: where it was measured).
             counted = f"over {value.task_count} of {len(records)} tasks" \
                 if value.value is not None and 0 < value.task_count < len(records) else ""
-            if counted and value.task_count < MIN_RANKED_TASKS:
-                counted += ": too few to rank"
+            rests_on = value.task_count or len(records)
+            if value.value is not None and rests_on < MIN_RANKED_TASKS:
+                counted = (counted or f"over {rests_on} tasks") + ": too few to rank"
             if value.value is not None:
                 counts[metric.label(k)] = value.task_count or len(records)
             if value.note or counted:
