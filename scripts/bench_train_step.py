@@ -96,7 +96,8 @@ def main() -> None:
                    for qi, mi in codes}
         runs = {key: (questions[key[0]], code, layouts[key].tests, layouts[key].limits) for key, code in codes.items()}
         results = run_codes(executor, runs, bench, 10.0, None,
-                            {key: layouts[key].checker(bench, questions[key[0]]) for key in codes})
+                            {key: layouts[key].checker(bench, questions[key[0]]) for key in codes},
+                            {key: layouts[key].part_starts for key in codes})
         t_exec = time.perf_counter() - t0
 
         t0 = time.perf_counter()
