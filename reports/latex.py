@@ -61,7 +61,8 @@ class LatexReporter(Reporter):
         lines = [r"\documentclass{article}", r"\usepackage[utf8]{inputenc}", r"\usepackage{graphicx}", *PREAMBLE,
                  r"\begin{document}", r"\section*{" + escape(report.title) + "}"]
         for w in report.warnings:
-            lines.append(r"\noindent Warning: " + escape(w) + r"\\")
+            # a path may break after any "/": a warning naming two runs' paths fits the page
+            lines.append(r"\noindent{\sloppy Warning: " + escape(w).replace("/", r"/\allowbreak{}") + r"\par}")
         for table in report.tables + [report.runs]:
             lines += [r"\subsection*{" + escape(table.title) + "}", r"{\small\setlength{\tabcolsep}{4pt}",
                       r"\begin{lrbox}{\fitbox}", *tabular(table), r"\end{lrbox}\fit}", ""]

@@ -352,7 +352,8 @@ def test_a_partial_samples_file_is_refused_then_scored_as_partial_everywhere(tmp
     assert line in scored.stdout.splitlines()
     coverage = json.loads((partial / "results.json").read_text())["coverage"]
     assert coverage == {"tasks": 2, "of": 12, "scored": 2, "skipped": 0, "skipped_count_as": "failures",
-                        "partial": True, "selected_by": ["--allow-partial"]}
+                        "partial": True, "selected_by": ["--allow-partial"], "dropped": 0,
+                        "dropped_what": "sample(s)"}
     shown = codea1("show", str(partial))
     assert line in shown.stdout and "all tasks" not in shown.stdout
     whole = tmp_path / "whole"
@@ -361,7 +362,7 @@ def test_a_partial_samples_file_is_refused_then_scored_as_partial_everywhere(tmp
     made = codea1("report", str(whole), str(partial), "--out", str(tmp_path / "r"), "--format", "md")
     assert made.returncode == 0, made.stderr
     md = (tmp_path / "r" / "report.md").read_text()
-    assert "| whole | 70.83 |" in md and "| partial | 100.00‡ |" in md  # marked, not ranked
+    assert "| whole | 70.83 [58.3, 83.3] |" in md and "| partial | 100.00 [100.0, 100.0]‡§ |" in md  # marked, not ranked
     assert f"{partial}: a partial run (2 of 12 tasks)" in md
     strict = codea1("report", str(whole), str(partial), "--strict", "--out", str(tmp_path / "s"))
     assert strict.returncode == 2 and "their figures are not comparable (--strict)" in strict.stderr
@@ -451,8 +452,11 @@ def test_the_headline_puts_pass_at_1_first_and_avg_at_n_beside_it(tmp_path):
                  "--no-progress", "--out", str(tmp_path / "run"))
     assert run.returncode == 0, run.stderr
     figures = [line for line in run.stdout.splitlines() if "%" in line]
-    assert figures == ["  pass@1              33.33%   (unbiased pass@k over all samples; = avg@3)",
-                       "  pass@2              66.67%   (unbiased pass@k over all samples)"]
+    # one task: no interval (nothing to draw from), and too few to rank
+    assert figures == ["  pass@1              33.33%                  (unbiased pass@k over all samples; over 1 task: "
+                       "too few to rank; = avg@3)",
+                       "  pass@2              66.67%                  (unbiased pass@k over all samples; over 1 task: "
+                       "too few to rank)"]
     results = json.loads((tmp_path / "run" / "results.json").read_text())
     assert list(results["metrics"]) == ["pass@1", "pass@2", "avg@3"] and results["metric_same"] == {"avg@3": "pass@1"}
     shown = codea1("show", str(tmp_path / "run"))

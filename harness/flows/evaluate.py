@@ -343,7 +343,7 @@ def summarise(run: Run, cfg: EvaluateConfig, samples: list[CodeSample], log: Ver
     if scored < MIN_RANKED_TASKS:  # shown, and said to be too few to compare on
         for label in metrics:
             if metrics[label] is not None and label not in same:
-                notes[label] = "; ".join(x for x in (f"over {scored} tasks: too few to rank", notes.get(label)) if x)
+                notes[label] = "; ".join(x for x in (f"over {scored} task{'s' if scored != 1 else ''}: too few to rank", notes.get(label)) if x)
     counts = {status: 0 for status in VERDICT_STATUSES}
     for v in verdicts:
         counts[v.status] = counts.get(v.status, 0) + 1

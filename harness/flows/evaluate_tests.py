@@ -380,7 +380,7 @@ def tests_results(plugins, records: dict[str, TaskRecord], ks: list[int], cfg: E
                 if value.value is not None and 0 < value.task_count < len(records) else ""
             rests_on = value.task_count or len(records)
             if value.value is not None and rests_on < MIN_RANKED_TASKS:
-                counted = (counted or f"over {rests_on} tasks") + ": too few to rank"
+                counted = (counted or f"over {rests_on} task{'s' if rests_on != 1 else ''}") + ": too few to rank"
             if value.value is not None:
                 counts[metric.label(k)] = value.task_count or len(records)
             if value.note or counted:

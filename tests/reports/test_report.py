@@ -38,6 +38,7 @@ def normalised(text: str, root: Path) -> str:
     """Paths of this session's temporary directories (as the HTML writes them too, a line
     break allowed after each "/") and embedded images out of the way."""
     text = text.replace(str(root), "<runs>").replace(str(root).replace("/", "/<wbr>"), "<runs>")
+    text = text.replace(str(root).replace("/", "/\\allowbreak{}"), "<runs>")  # LaTeX: a path breaks after "/"
     return re.sub(r"data:image/png;base64,[A-Za-z0-9+/=]+", "data:image/png;base64,<png>", text)
 
 
@@ -263,7 +264,7 @@ def test_evalplus_results_give_every_metric_their_samples_allow(tmp_path):
     code = pd.read_csv(report([tmp_path / "ours", theirs], tmp_path / "r", "--format", "csv") / "code.csv",
                        index_col="label")
     columns = ["humaneval+ pass@1", "humaneval+ pass@2"]
-    assert [c for c in code.columns if c.startswith("humaneval+")] == columns
+    assert [c for c in code.columns if c.startswith("humaneval+") and not c.endswith((" low", " high"))] == columns
     assert code.loc["evalplus", columns].tolist() == pytest.approx([1 / 3, 2 / 3])
     assert code.loc["evalplus", columns].tolist() == pytest.approx(code.loc["ours", columns].tolist())
 

@@ -45,7 +45,7 @@ def test_tests_file_errors_name_file_line_and_field(plugins, tmp_path):
 
 def run(plugins, tmp_path, tests, ks=(1, 2), **kw):
     cfg = EvaluateTestsConfig(benchmark="demo", out=str(tmp_path / "run"), tests=tests, k=list(ks), workers=2,
-                              progress=False, **kw)
+                              progress=False, **{"allow_partial": True, **kw})
     return evaluate_tests(plugins, cfg)
 
 
@@ -145,7 +145,7 @@ def test_a_slow_valid_test_kills_no_mutant_by_time(plugins, tmp_path):
     tests.write_text(json.dumps({"task_id": "slow/0", "tests": ["assert f(1) == 2", "assert f(2) == 3",
                                                                           "assert f(3) == 4"]}) + "\n")
     cfg = EvaluateTestsConfig(benchmark="ult", data=str(data), out=str(tmp_path / "run"), tests=str(tests), k=[3],
-                              workers=2, progress=False, coverage=False, mutant_timeout=1.0)
+                              workers=2, progress=False, coverage=False, mutant_timeout=1.0, allow_partial=True)
     results = evaluate_tests(plugins, cfg)
     task = results["tasks"]["slow/0"]
     assert task["valid"] == [True, True, True]
