@@ -30,8 +30,9 @@ Per step, for each of the B questions:
 A program runs each distinct call of its suites, book and golden tests once, judged against
 each appearance's answer; a timeout fails only the test that timed out (and its repeats):
 the tests after it run in a fresh job (``method.rollouts.run_codes``); a part's (suite's,
-book's) second timeout leaves the rest of that part unrun, not the parts after it; the tests
-the program's budget does not reach are not run, counted neither passed nor failed.
+book's) second timeout leaves the rest of that part unrun, not the parts after it (a
+program that has passed no test yet gets one continuation only); the tests the program's
+budget does not reach are not run, counted neither passed nor failed.
 
 Options: ``m``, ``n``, ``k``, ``alpha``, ``reward_variant``, ``nonprintable_penalty``,
 ``topvar`` (0 = M // N), ``mistake_book``, ``book_top``, ``book_size``, ``book_history``, ``referable_code``,

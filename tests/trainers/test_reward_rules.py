@@ -220,12 +220,15 @@ def test_an_empty_suite_does_not_lower_a_right_programs_reward(plugins, executor
 
 def test_two_timeouts_in_one_suite_leave_the_other_suites_their_results(plugins, executor, tmp_path):
     """Both programs hang on inputs of 100 and more; one is right elsewhere, one wrong at 5.
-    The "hangs" suite's two timeouts end that suite only: the "plain" suite still runs and
-    tells the two apart (before: it was left unrun, and both programs earned 0.0)."""
+    The "hangs" suite's two timeouts (after a pass) end that suite only: the "plain" suite
+    still runs and tells the two apart (before: it was left unrun, and both programs earned
+    0.0)."""
     hangs = "def sq(x):\n    while x >= 100:\n        pass\n    return x * x{}\n"
     programs = {"slow-right": hangs.format(""), "slow-wrong-at-5": hangs.format(" + (x == 5)")}
-    suites = {"hangs": "assert sq(100) == 10000\nassert sq(101) == 10201\nassert sq(2) == 4",
+    suites = {"hangs": "assert sq(2) == 4\nassert sq(100) == 10000\nassert sq(101) == 10201",
               "plain": "assert sq(3) == 9\nassert sq(5) == 25"}
     _, [figures], [r_c], _ = run_steps(plugins, executor, tmp_path, SQ_QUESTION, programs, suites)
     assert figures["tests"] == {"missing": 2, "valid": 10}  # K = 3: "plain" has two of three
-    assert r_c == {"slow-right": 0.5, "slow-wrong-at-5": 0.25}  # (before: 0.0 and 0.0)
+    # per suite, the share of its kept tests passed: "hangs" 1/3 for both; "plain" 1 and 1/2
+    assert r_c == pytest.approx({"slow-right": (1 / 3 + 1) / 2, "slow-wrong-at-5": (1 / 3 + 1 / 2) / 2})
+    # (before: "plain" unrun for both, 1/6 and 1/6)

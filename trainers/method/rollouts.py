@@ -54,9 +54,10 @@ LOAD_ALLOWANCE = 5.0  # seconds of a job's budget for starting and loading the p
 MIN_CONTINUATION = 1.0  # budget left below which the tests after a timeout are not run
 # Timeouts a part (a suite, the book, the golden tests) may have before the rest of it is
 # left unrun: the first costs one limit and the part goes on; the second ends the part, and
-# the program goes on with the next one. A program that hangs on every input then costs two
-# limits a part, not its whole budget one limit at a time (on the paper-sized step that made
-# execution 11 times slower), and no part's timeouts leave another part unrun.
+# the program goes on with the next one, so no part's timeouts leave another part unrun. A
+# program that has passed nothing gets one continuation (``_run_with_continuations``): one
+# that hangs on every input costs two limits, not one per part nor its whole budget one
+# limit at a time (on the paper-sized step that made execution 11 times slower).
 TIMEOUTS_PER_PART = 2
 
 
@@ -193,18 +194,23 @@ def _run_with_continuations(executor, jobs: Sequence[_DistinctJob], uses: Mappin
                             ) -> dict[Hashable, CodeRun]:
     """Each run's CodeRun: one executor batch per round, the first with every job, each
     later one with the continuations of the jobs that timed out in the round before (the
-    distinct tests after the timeout whose parts have not ended). Each round's outcomes are
+    distinct tests after the timeout whose parts have not ended). A program that has passed
+    a test when it first times out gets one job per part still to run, side by side, so
+    that a step takes at most 1 + TIMEOUTS_PER_PART rounds however many parts hang; one
+    that has passed none (it hangs or fails wherever it ran: R_C 0 whatever runs next) gets
+    one continuation of its remaining tests, ending at its next timeout, which bounds what a
+    program that hangs everywhere costs a step to two limits. Each round's outcomes are
     judged run by run, against the run's own tests."""
     out = {key: CodeRun(loads=True, statuses=["not_run"] * len(use.tests)) for key, use in uses.items()}
-    running = {n: list(range(len(d.first.tests))) for n, d in enumerate(jobs)}  # distinct tests of the job now running
-    used = dict.fromkeys(range(len(jobs)), 0.0)  # seconds of its budget spent
-    timeouts = {n: {} for n in range(len(jobs))}  # per job: timeouts so far per part
-    pending = {n: d.first for n, d in enumerate(jobs)}
-    while pending:  # each round ends a timeout: at most TIMEOUTS_PER_PART a part, then it ends
-        raws = run_jobs(executor, list(pending.values()))
-        following = {}
-        for n, job in pending.items():
-            raw, ran, distinct = raws[job.job_id], running[n], jobs[n]
+    used = dict.fromkeys(range(len(jobs)), 0.0)  # seconds of each program's budget spent, all its jobs
+    timeouts: dict[int, dict[int, int]] = {n: {} for n in range(len(jobs))}  # per program: timeouts per part
+    # (program, its distinct tests this job runs, the job, whether it is the program's last)
+    pending = [(n, list(range(len(d.first.tests))), d.first, False) for n, d in enumerate(jobs)]
+    while pending:
+        raws = run_jobs(executor, [job for _, _, job, _ in pending])
+        following = []
+        for n, ran, job, last in pending:
+            raw, distinct = raws[job.job_id], jobs[n]
             if len(raw.outcomes) < len(job.tests):  # an executor's failure may come without outcomes
                 raw = dataclasses.replace(raw, outcomes=raw.outcomes + [NOT_RUN] * (len(job.tests) - len(raw.outcomes)))
             live = [key for key in distinct.users if out[key].sandbox_error is None]
@@ -215,22 +221,31 @@ def _run_with_continuations(executor, jobs: Sequence[_DistinctJob], uses: Mappin
                 continue
             used[n] += raw.wall_time
             timed_out = next((i for i, o in enumerate(raw.outcomes) if o.status == "timeout"), None)
-            if timed_out is None:
+            if timed_out is None or last:
                 continue
             for part in distinct.serves[ran[timed_out]]:
                 timeouts[n][part] = timeouts[n].get(part, 0) + 1
             ended = {part for part, count in timeouts[n].items() if count >= TIMEOUTS_PER_PART}
             rest = [d for d in ran[timed_out + 1:] if not set(distinct.serves[d]) <= ended]
-            left = distinct.budget - used[n]
-            if rest and left >= MIN_CONTINUATION:
-                running[n] = rest
-                first = distinct.first
-                following[n] = dataclasses.replace(
-                    first, job_id=f"{first.job_id}+{rest[0]}", tests=[first.tests[d] for d in rest],
-                    time_limits=[first.time_limits[d] for d in rest],
-                    batch_timeout=_batch_timeout(left, [first.time_limits[d] for d in rest]))
+            working = any("pass" in out[key].statuses for key in live)
+            groups: dict[int, list[int]] = {}
+            for d in rest:  # a working program's first continuation: a job per part (a shared test: its first live part)
+                key = min(set(distinct.serves[d]) - ended) if job is distinct.first and working else 0
+                groups.setdefault(key, []).append(d)
+            for group in groups.values():
+                left = distinct.budget - used[n]
+                if left >= MIN_CONTINUATION:
+                    following.append((n, group, _continuation(distinct.first, group, left), not working))
         pending = following
     return out
+
+
+def _continuation(first: ExecJob, tests: list[int], left: float) -> ExecJob:
+    """The job that runs the program's distinct tests ``tests`` with ``left`` seconds of its
+    budget."""
+    limits = [first.time_limits[d] for d in tests]
+    return dataclasses.replace(first, job_id=f"{first.job_id}+{tests[0]}", tests=[first.tests[d] for d in tests],
+                               time_limits=limits, batch_timeout=_batch_timeout(left, limits))
 
 
 def _judge_part(run: CodeRun, use: _Use, ran: list[int], job: ExecJob, raw: RawResult, first: ExecJob) -> None:

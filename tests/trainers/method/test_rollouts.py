@@ -62,14 +62,27 @@ def test_a_part_ends_at_its_second_timeout(executor, plugins):
 
 
 def test_two_timeouts_in_one_part_do_not_starve_the_next(executor, plugins):
-    """Suite A hangs twice (0, -1) before its 2; suite B (1, 5) and the book (3) still run,
-    in a continuation of their own, and get their real results."""
+    """Suite A passes 2, then hangs twice (0, -1) before its 6; suite B (1, 5) and the book
+    (3) still run, in continuations of their own, and get their real results."""
     bench = plugins.benchmarks.create("demo")
     hangs_below_one = "def f(x):\n    while x < 1:\n        pass\n    return x + 1 if x != 5 else 0\n"
-    tests = calls(0, -1, 2, 1, 5, 3)
-    run = run_codes(executor, {"p": (PROBLEM, hangs_below_one, tests, [1.0] * 6)}, bench, code_timeout=10.0,
-                    parts={"p": [0, 3, 5]})["p"]
-    assert run.statuses == ["timeout", "timeout", "not_run", "pass", "fail", "pass"]
+    tests = calls(2, 0, -1, 6, 1, 5, 3)
+    run = run_codes(executor, {"p": (PROBLEM, hangs_below_one, tests, [1.0] * 7)}, bench, code_timeout=10.0,
+                    parts={"p": [0, 4, 6]})["p"]
+    assert run.statuses == ["pass", "timeout", "timeout", "not_run", "pass", "fail", "pass"]
+
+
+def test_a_program_that_passed_nothing_gets_one_continuation(executor, plugins):
+    """A program that hangs everywhere passes nothing before its first timeout: one
+    continuation, which ends at its next timeout; the other parts are not run (its R_C is
+    0 whatever runs), so it costs two limits, not one per part."""
+    bench = plugins.benchmarks.create("demo")
+    recording = Recording(executor)
+    hangs = "def f(x):\n    while True:\n        pass\n"
+    run = run_codes(recording, {"p": (PROBLEM, hangs, calls(1, 2, 3, 4, 5, 6), [1.0] * 6)}, bench,
+                    code_timeout=10.0, parts={"p": [0, 2, 4]})["p"]
+    assert run.statuses == ["timeout", "timeout", "not_run", "not_run", "not_run", "not_run"]
+    assert len(recording.jobs) == 2
 
 
 def test_a_call_shared_with_a_later_part_still_runs(executor, plugins):
@@ -77,10 +90,10 @@ def test_a_call_shared_with_a_later_part_still_runs(executor, plugins):
     appearances are judged by that run."""
     bench = plugins.benchmarks.create("demo")
     hangs_below_one = "def f(x):\n    while x < 1:\n        pass\n    return x + 1\n"
-    tests = calls(0, -1, 2, 4, 2)
-    run = run_codes(executor, {"p": (PROBLEM, hangs_below_one, tests, [1.0] * 5)}, bench, code_timeout=10.0,
-                    parts={"p": [0, 3]})["p"]
-    assert run.statuses == ["timeout", "timeout", "pass", "pass", "pass"]
+    tests = calls(3, 0, -1, 2, 4, 2)
+    run = run_codes(executor, {"p": (PROBLEM, hangs_below_one, tests, [1.0] * 6)}, bench, code_timeout=10.0,
+                    parts={"p": [0, 4]})["p"]
+    assert run.statuses == ["pass", "timeout", "timeout", "pass", "pass", "pass"]
 
 
 def test_a_call_that_hung_once_is_not_run_again(executor, plugins):
