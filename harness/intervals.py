@@ -85,12 +85,14 @@ def mean_interval(figures: Mapping[str, float], resamples: int = RESAMPLES, seed
     return _bounds([math.fsum(rng.choices(values, k=n)) / n for _ in range(resamples)])
 
 
-def metric_interval(compute: Callable[[dict[str, Any]], Any], units: Mapping[str, Any]) -> list[float] | None:
+def metric_interval(compute: Callable[[dict[str, Any]], Any], units: Mapping[str, Any], whole: Any = None
+                    ) -> list[float] | None:
     """The interval of a metric (``compute``: units -> ``MetricValue``) over ``units``: the
     mean of its per-task figures where its value is that mean over every unit (pass@k,
     avg@k, test-pass@k), else the metric recomputed on each draw (mut@k, Mul). None for a
-    figure that rests on fewer than two tasks."""
-    whole = compute(dict(units))
+    figure that rests on fewer than two tasks. ``whole``: the metric over all ``units``,
+    where the caller has it already."""
+    whole = whole if whole is not None else compute(dict(units))
     if whole.value is None or (whole.task_count or len(units)) < 2:
         return None  # a figure that rests on one task has no spread to draw from
     per_task = whole.per_task
@@ -112,6 +114,11 @@ def paired(figures: Mapping[str, float], baseline: Mapping[str, float]) -> dict[
     difference = math.fsum(differences.values()) / len(differences)
     return {"difference": difference, "interval": interval, "tasks": len(common),
             "significant": interval is not None and (interval[0] > 0 or interval[1] < 0)}
+
+
+def over_tasks(n: int) -> str:
+    """"over 1 task", "over 3 tasks": what a figure rests on."""
+    return f"over {n} task{'s' if n != 1 else ''}"
 
 
 def interval_text(interval: Sequence[float] | None, scale: float = 100, digits: int = 1) -> str:

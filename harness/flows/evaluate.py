@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from codea1.harness.errors import ConfigError
-from codea1.harness.intervals import METHOD, MIN_RANKED_TASKS, metric_interval
+from codea1.harness.intervals import METHOD, MIN_RANKED_TASKS, metric_interval, over_tasks
 from codea1.harness.metrics import CodeMetric, in_order
 from codea1.harness.progress import stage_bar
 from codea1.harness.records import (
@@ -101,7 +101,7 @@ def expected_values(bench, problem: Problem, ref: ReferenceRun, keep: list[int])
 def evaluate(plugins, cfg: EvaluateConfig, executor=None) -> dict[str, Any]:
     with open_run(plugins, cfg, executor) as run:
         samples, samples_path, dropped = read_samples(run, cfg)
-        check_coverage(run, cfg, samples, samples_path)
+        check_coverage(run, cfg, {s.task_id for s in samples}, samples_path)
         run.start(samples=samples_path)
         log = VerdictLog(run)
         todo = log.resume(samples)
@@ -127,33 +127,33 @@ def read_samples(run: Run, cfg: EvaluateConfig) -> tuple[list[CodeSample], str, 
     return kept, path, len(samples) - len(kept)
 
 
-def check_coverage(run: Run, cfg: EvaluateConfig, samples: list[CodeSample], samples_path: str) -> None:
-    """A samples file must cover every selected task (evalplus refuses one that does not):
-    otherwise its figures would read as the benchmark's. ``allow_partial`` scores it, labelled."""
-    covered = {s.task_id for s in samples}
+def check_coverage(run: Run, cfg, covered: set[str], path: str, what: str = "samples") -> None:
+    """A samples (or tests) file must cover every selected task (evalplus refuses one that
+    does not): otherwise its figures would read as the benchmark's. ``cfg.allow_partial``
+    scores it, labelled."""
     missing = [t for t in run.problems if t not in covered]
     if not missing or cfg.allow_partial:
         return
     shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
     which = "selected tasks" if len(run.problems) < len(run.all_problems) else f"tasks of {cfg.benchmark}"
-    raise ConfigError(f"{samples_path}: samples for {len(covered)} of the {len(run.problems)} {which} "
+    raise ConfigError(f"{path}: {what} for {len(covered & set(run.problems))} of the {len(run.problems)} {which} "
                       f"(none for {shown}); score them as a partial run with --allow-partial, or choose the "
                       f"tasks with --tasks or --limit")
 
 
-def task_coverage(run: Run, cfg: EvaluateConfig, samples: list[CodeSample], skipped: dict[str, str],
-                  dropped: int = 0) -> dict[str, Any]:
-    """What the figures cover: tasks with samples (``tasks``) of the benchmark's (``of``),
-    which of them are skipped, and how skips count; ``partial`` when the figures are not
-    over the whole benchmark."""
-    tasks = len({s.task_id for s in samples})
-    scored = tasks - len(skipped) if cfg.exclude_skipped else tasks
+def task_coverage(run: Run, cfg, covered: set[str], skipped: dict[str, str], dropped: int = 0,
+                  dropped_what: str = "sample(s)", exclude_skipped: bool = False) -> dict[str, Any]:
+    """What the figures cover: tasks with samples or tests (``tasks``) of the benchmark's
+    (``of``), which of them are skipped, and how skips count; ``partial`` when the figures
+    are not over the whole benchmark; ``dropped``: rows of tasks outside the selection."""
+    tasks = len(covered)
+    scored = tasks - len(skipped) if exclude_skipped else tasks
     selected_by = [flag for flag, given in (("--tasks", cfg.tasks), ("--limit", cfg.limit is not None),
                                             ("--allow-partial", tasks < len(run.problems))) if given]
     return {"tasks": tasks, "of": len(run.all_problems), "scored": scored, "skipped": len(skipped),
-            "skipped_count_as": "left out" if cfg.exclude_skipped else "failures",
+            "skipped_count_as": "left out" if exclude_skipped else "failures",
             "partial": scored < len(run.all_problems), "selected_by": selected_by,
-            "dropped": dropped, "dropped_what": "sample(s)"}
+            "dropped": dropped, "dropped_what": dropped_what}
 
 
 def coverage_line(cov: dict[str, Any]) -> str:
@@ -343,7 +343,7 @@ def summarise(run: Run, cfg: EvaluateConfig, samples: list[CodeSample], log: Ver
     if scored < MIN_RANKED_TASKS:  # shown, and said to be too few to compare on
         for label in metrics:
             if metrics[label] is not None and label not in same:
-                notes[label] = "; ".join(x for x in (f"over {scored} task{'s' if scored != 1 else ''}: too few to rank", notes.get(label)) if x)
+                notes[label] = "; ".join(x for x in (f"{over_tasks(scored)}: too few to rank", notes.get(label)) if x)
     counts = {status: 0 for status in VERDICT_STATUSES}
     for v in verdicts:
         counts[v.status] = counts.get(v.status, 0) + 1
@@ -364,7 +364,9 @@ def summarise(run: Run, cfg: EvaluateConfig, samples: list[CodeSample], log: Ver
             tasks[task_id]["skipped"] = skipped[task_id]
     return {"benchmark": cfg.benchmark, **provenance(run), "samples": run.store.config["samples"],
             "executor": cfg.executor,
-            "coverage": task_coverage(run, cfg, samples, skipped, dropped), "metrics": metrics, "intervals": intervals,
+            "coverage": task_coverage(run, cfg, {s.task_id for s in samples}, skipped, dropped,
+                                      exclude_skipped=cfg.exclude_skipped),
+            "metrics": metrics, "intervals": intervals,
             "interval_method": METHOD, "metric_notes": notes, "metric_same": same,
             "counts": {"samples": len(verdicts), **counts},
             "resumed": log.resumed, "timing": timing, "skipped_tasks": skipped, "reference_failures": reference_failures, "tasks": tasks}
@@ -429,6 +431,7 @@ def code_metrics(plugins, outcomes: dict[str, dict[str, list[bool]]], ks: list[i
         # A metric computed at n needs the same n everywhere: with 1 sample here and 2 there,
         # "the first n" would be the first sample of every task, which is not what it names.
         sizes = {len(o) for o in by_task.values() if o}
+        judged = {t: o for t, o in by_task.items() if o}  # the tasks an interval draws from
         for metric in in_order(plugins, CodeMetric):
             for k in ((list(sizes) if len(sizes) == 1 else []) if metric.at_n else ks):
                 label = prefix + metric.label(k)
@@ -442,7 +445,6 @@ def code_metrics(plugins, outcomes: dict[str, dict[str, list[bool]]], ks: list[i
                     if twin is not None:
                         same[label] = twin
                 metrics[label] = value.value
-                judged = {t: o for t, o in by_task.items() if o}
                 intervals[label] = metric_interval(lambda units, m=metric, k=k: m.compute(units, k), judged)
                 if not prefix:
                     for task, fig in value.per_task.items():

@@ -33,8 +33,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Iterator
 
 from codea1.harness.errors import Codea1Error, ConfigError
-from codea1.harness.flows.evaluate import provenance
-from codea1.harness.intervals import METHOD, MIN_RANKED_TASKS, metric_interval
+from codea1.harness.flows.evaluate import check_coverage, provenance, task_coverage
+from codea1.harness.intervals import METHOD, MIN_RANKED_TASKS, metric_interval, over_tasks
 from codea1.harness.jsonl import json_rows
 from codea1.harness.metrics import TestMetric, in_order
 from codea1.harness.progress import stage_bar
@@ -185,35 +185,17 @@ def golden_source(test: TestCase, entry_point: str) -> str:
 
 def choose_tests(run: Run, cfg: EvaluateTestsConfig, kmax: int) -> tuple[dict[str, list[str]], dict[str, Any]]:
     """Each selected task's first max(k) tests, as sources: the benchmark's own (golden) or
-    the tests file's; and the coverage block (``tests_coverage``). A tests file must hold
+    the tests file's; and the coverage block (``evaluate.task_coverage``). A tests file must hold
     every selected task (as evaluate's samples file must): one that lacks some is refused
     unless ``allow_partial``, and then labelled PARTIAL."""
     if cfg.tests == GOLDEN:
         chosen = {t: [golden_source(x, p.entry_point) for x in p.tests[:kmax]]
                   for t, p in run.problems.items() if p.tests}
-        return chosen, tests_coverage(run, cfg, chosen, 0)
+        return chosen, task_coverage(run, cfg, set(chosen), {}, 0, "suite(s)")
     given = read_tests_file(cfg.tests, run.all_problems, cfg.suite)
     chosen = {t: s[:kmax] for t, s in given.items() if t in run.problems}
-    missing = [t for t in run.problems if t not in chosen]
-    if missing and not cfg.allow_partial:
-        shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
-        which = "selected tasks" if len(run.problems) < len(run.all_problems) else f"tasks of {cfg.benchmark}"
-        raise ConfigError(f"{cfg.tests}: tests for {len(chosen)} of the {len(run.problems)} {which} (none for "
-                          f"{shown}); score them as a partial run with --allow-partial, or choose the tasks with "
-                          f"--tasks or --limit")
-    return chosen, tests_coverage(run, cfg, chosen, len(given) - len(chosen))
-
-
-def tests_coverage(run: Run, cfg: EvaluateTestsConfig, chosen: dict[str, list[str]], dropped: int) -> dict[str, Any]:
-    """What the figures cover (results.json's ``coverage``, read as evaluate's): tasks with
-    tests of the benchmark's, ``partial`` when not all of them, and how many tasks of the
-    tests file lay outside the selection (``dropped``: --tasks or --limit left them out)."""
-    scored = len(chosen)
-    selected_by = [flag for flag, given in (("--tasks", cfg.tasks), ("--limit", cfg.limit is not None),
-                                            ("--allow-partial", scored < len(run.problems))) if given]
-    return {"tasks": scored, "of": len(run.all_problems), "scored": scored, "skipped": 0,
-            "skipped_count_as": "failures", "partial": scored < len(run.all_problems), "selected_by": selected_by,
-            "dropped": dropped, "dropped_what": "suite(s)"}
+    check_coverage(run, cfg, set(chosen), cfg.tests, "tests")
+    return chosen, task_coverage(run, cfg, set(chosen), {}, len(given) - len(chosen), "suite(s)")
 
 
 def resume(run: Run, cfg: EvaluateTestsConfig, chosen: dict[str, list[str]], ks: list[int]
@@ -371,7 +353,7 @@ def tests_results(plugins, records: dict[str, TaskRecord], ks: list[int], cfg: E
 
             value = compute(records)
             metrics[metric.label(k)] = value.value
-            intervals[metric.label(k)] = metric_interval(compute, records)
+            intervals[metric.label(k)] = metric_interval(compute, records, value)
             for t, figure in value.per_task.items():
                 figures[t][metric.label(k)] = figure
             # A figure over some of the tasks says over how many (mut@k: those whose first k
@@ -380,9 +362,9 @@ def tests_results(plugins, records: dict[str, TaskRecord], ks: list[int], cfg: E
                 if value.value is not None and 0 < value.task_count < len(records) else ""
             rests_on = value.task_count or len(records)
             if value.value is not None and rests_on < MIN_RANKED_TASKS:
-                counted = (counted or f"over {rests_on} task{'s' if rests_on != 1 else ''}") + ": too few to rank"
+                counted = (counted or over_tasks(rests_on)) + ": too few to rank"
             if value.value is not None:
-                counts[metric.label(k)] = value.task_count or len(records)
+                counts[metric.label(k)] = rests_on
             if value.note or counted:
                 notes[metric.label(k)] = "; ".join(x for x in (counted, value.note) if x)
     per_task = {}

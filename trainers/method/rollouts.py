@@ -196,7 +196,8 @@ def _run_with_continuations(executor, jobs: Sequence[_DistinctJob], uses: Mappin
     later one with the continuations of the jobs that timed out in the round before (the
     distinct tests after the timeout whose parts have not ended). A program that has passed
     a test when it first times out gets one job per part still to run, side by side, so
-    that a step takes at most 1 + TIMEOUTS_PER_PART rounds however many parts hang; one
+    that a step takes 1 + TIMEOUTS_PER_PART rounds however many parts hang (a round or two
+    more only where one call serves several parts); one
     that has passed none (it hangs or fails wherever it ran: R_C 0 whatever runs next) gets
     one continuation of its remaining tests, ending at its next timeout, which bounds what a
     program that hangs everywhere costs a step to two limits. Each round's outcomes are
