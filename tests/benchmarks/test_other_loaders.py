@@ -51,7 +51,8 @@ def test_bigcodebench_splits_subsets_and_missing_libraries(plugins, tmp_path):
     assert res["metrics"]["pass@1"] == 0.25  # the skipped task is a failure, as bigcodebench counts it
     assert res["coverage"] | {"selected_by": None} == {"tasks": 2, "of": 1140, "scored": 2, "skipped": 1,
                                                       "skipped_count_as": "failures", "partial": True,
-                                                      "selected_by": None}
+                                                      "selected_by": None, "dropped": 0,
+                                                      "dropped_what": "sample(s)"}
     scored_only = evaluate(plugins, EvaluateConfig(**config, exclude_skipped=True))  # resumed: verdicts kept
     assert scored_only["metrics"]["pass@1"] == 0.5
     assert scored_only["coverage"]["scored"] == 1 and scored_only["coverage"]["skipped_count_as"] == "left out"

@@ -232,7 +232,7 @@ def test_exported_policies_score_with_generate_and_evaluate(warm, tmp_path):
                  "--generator", "hf", "--model", str(out / "export" / "tests"), "--k", "4", "--max-tokens", "80",
                  "--no-cache", "--no-progress", "--out", str(tmp_path / "gen-tests")]) == 0
     assert main(["evaluate-tests", "--benchmark", "kodcode", "--data", data, "--tests",
-                 str(tmp_path / "gen-tests" / "tests.jsonl"), "--k", "1,4", "--no-coverage",
+                 str(tmp_path / "gen-tests" / "tests.jsonl"), "--tasks", tasks, "--k", "1,4", "--no-coverage",
                  "--out", str(tmp_path / "eval-tests"), "--no-progress"]) == 0
     tests = json.loads((tmp_path / "eval-tests" / "results.json").read_text())
     assert tests["counts"]["tasks"] == 4 and 0.0 <= tests["metrics"]["test-pass@1"] <= 1.0
