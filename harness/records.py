@@ -214,6 +214,17 @@ class RawResult(_Record):
     stderr: str = ""
     wall_time: float = 0.0
     sandbox_error: str | None = None
+    # The time limits are on the program's own time (harness.sandbox.timing): seconds its
+    # process waited for a CPU (measured outside it), tests whose wall-clock limit passed while
+    # their own time had not (deferred), timeouts the wall cap decided (capped).
+    starved: float = 0.0
+    deferred: int = 0
+    capped: int = 0
+
+    @property
+    def own_time(self) -> float:
+        """The job's time less its waiting for a CPU: what its budget is charged."""
+        return max(self.wall_time - self.starved, 0.0)
 
 
 @dataclass
@@ -240,6 +251,10 @@ class Verdict(_Record):
     code_hash: str = ""  # identifies the judged program, so a resumed run never reuses a stale verdict
     n_tests: int = 0
     n_passed: int = 0
+    # How the time limits went (set only when something happened, see RawResult): "deferred"
+    # tests a wall clock alone would have timed out under load, "capped" timeouts the wall cap
+    # decided, "killed" a timeout the zygote's clock decided from outside the process.
+    clock: dict[str, int] | None = None
     # "in-process" when any test that ran was judged by a runner inside the program's own
     # process (TestCase.judged): such a verdict is the program's word, counted apart in
     # results.json and refused as a training reward unless a config key allows it.
@@ -264,7 +279,7 @@ class Verdict(_Record):
                 "first_failure": dict(self.first_failure) if self.first_failure is not None else None,
                 "groups": dict(self.groups), "message": self.message, "wall_time": self.wall_time,
                 "code_hash": self.code_hash, "n_tests": self.n_tests, "n_passed": self.n_passed,
-                "judged": self.judged}
+                "judged": self.judged, **({"clock": dict(self.clock)} if self.clock else {})}
 
     @classmethod
     def from_json(cls, data):

@@ -45,7 +45,7 @@ class EvaluateTestsCommand(Command):
         run_dir_flags(p)
 
     def run(self, plugins, args):
-        from codea1.harness.flows.evaluate import coverage_line, provenance_line
+        from codea1.harness.flows.evaluate import clock_lines, coverage_line, provenance_line
         from codea1.harness.flows.evaluate_tests import (
             GOLDEN,
             EvaluateTestsConfig,
@@ -62,7 +62,7 @@ class EvaluateTestsCommand(Command):
             print(provenance_line(r))
         if r.get("coverage"):
             print(coverage_line(r["coverage"]))
-        for line in count_lines(r["counts"])[1:]:  # the first, the task count, is on the line above
+        for line in count_lines(r["counts"])[1:] + clock_lines(r.get("clock")):  # the task count: on the line above
             print(line)
         print_metrics(r["metrics"], r["metric_notes"], width=22, intervals=r.get("intervals"))
         if args.tests == GOLDEN and r.get("golden_note"):

@@ -36,7 +36,7 @@ from codea1.harness.records import (
 )
 from codea1.harness.run import LimitedRunConfig, Run, open_run
 from codea1.harness.samples import code_hash, load_samples
-from codea1.harness.verdicts.execution import batch_timeout, stream_jobs
+from codea1.harness.verdicts.execution import batch_timeout, clock_counts, stream_jobs
 from codea1.harness.verdicts.expected import settle_expected_sources
 from codea1.harness.verdicts.judge import RECHECK, ReplayChecker, judge
 from codea1.harness.verdicts.reference import ReferenceRun, run_references
@@ -369,7 +369,7 @@ def summarise(run: Run, cfg: EvaluateConfig, samples: list[CodeSample], log: Ver
             "metrics": metrics, "intervals": intervals,
             "interval_method": METHOD, "metric_notes": notes, "metric_same": same,
             "counts": {"samples": len(verdicts), **counts},
-            "resumed": log.resumed, "timing": timing, "skipped_tasks": skipped, "reference_failures": reference_failures, "tasks": tasks}
+            "resumed": log.resumed, "timing": timing, "clock": clock_counts(run.executor), "skipped_tasks": skipped, "reference_failures": reference_failures, "tasks": tasks}
 
 
 def provenance(run: Run) -> dict[str, Any]:
@@ -387,6 +387,22 @@ def provenance_line(results: dict) -> str:
     if not read:
         return ""
     return f"data {read}" + (f" (sha256 {digest['sha256'][:12]})" if digest.get("sha256") else "")
+
+
+def clock_lines(clock: dict | None) -> list[str]:
+    """The summary's lines on results.json's ``clock`` (``execution.clock_counts``): said only
+    when the machine's load touched a time limit."""
+    if not clock:
+        return []
+    lines = []
+    if clock.get("tests_deferred"):
+        lines.append(f"  time limits: {clock['tests_deferred']} test(s) ran past their limit on the wall clock while "
+                     f"their process waited for a CPU ({clock.get('waited_for_cpu_s', 0):g} s in all); judged on their "
+                     f"own time")
+    if clock.get("timeouts_at_wall_cap"):
+        lines.append(f"  time limits: {clock['timeouts_at_wall_cap']} timeout(s) at the wall cap, under their limit "
+                     f"on own time: the machine's load may have decided them; run again on a quieter machine")
+    return lines
 
 
 def verdict_lines(counts: dict) -> list[str]:

@@ -40,7 +40,7 @@ from codea1.harness.metrics import TestMetric, in_order
 from codea1.harness.progress import stage_bar
 from codea1.harness.records import ExecJob, Problem, TaskRecord, TestCase
 from codea1.harness.run import LimitedRunConfig, Run, open_run
-from codea1.harness.verdicts.execution import stream_jobs, time_limits
+from codea1.harness.verdicts.execution import clock_counts, stream_jobs, time_limits
 from codea1.harness.verdicts.judge import judge
 from codea1.harness.verdicts.responses import extract_tests
 from codea1.harness.verdicts.validity import SuiteCheck, check_suites
@@ -106,6 +106,7 @@ def evaluate_tests(plugins, cfg: EvaluateTestsConfig) -> dict[str, Any]:
         results.update(provenance(run))
         results["coverage"] = coverage
         results["timing"] = timing
+        results["clock"] = clock_counts(run.executor)
         if cfg.tests == GOLDEN and run.bench.golden_tests_note:
             results["golden_note"] = run.bench.golden_tests_note
         return run.finish(results)

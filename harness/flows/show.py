@@ -105,14 +105,14 @@ def show_evaluate(path: Path, config: dict, results: dict, shown: dict) -> None:
                        "executor": executor(config), "k": ", ".join(map(str, config.get("k", []))),
                        "limits": limits(config)}
     with_metrics(results, shown)
-    from codea1.harness.flows.evaluate import coverage_line, verdict_lines
+    from codea1.harness.flows.evaluate import clock_lines, coverage_line, verdict_lines
 
     if results.get("coverage"):
         shown["config"]["benchmark"] = selection({**config, "tasks": None, "limit": None}).removesuffix(", all tasks")
         shown["lines"].append(coverage_line(results["coverage"]))
     counts = results.get("counts", {})
     if counts:
-        shown["lines"].extend(verdict_lines(counts))
+        shown["lines"].extend(verdict_lines(counts) + clock_lines(results.get("clock")))
 
 
 def show_evaluate_tests(path: Path, config: dict, results: dict, shown: dict) -> None:

@@ -11,7 +11,8 @@ Protocol (one JSON object per line on the result pipe, nothing else):
     {"i": i, "s": "reports", "f": {function: "returned"|msg}, "r": [report, ...], "e": msg, "t": secs}
                                                     (rewritten script tests, judged in the parent:
                                                     see harness.verdicts.script_tests)
-    {"done": true}
+    {"done": true, "deferred": n, "capped": m}      (the counts when not 0: harness.sandbox.timing;
+                                                    "t" is always the test's own time)
 
 No expected value, nor an expression that computes one, is in the job: the parent holds
 them (expected sides written as expressions were computed beforehand, in a job of their
@@ -52,7 +53,7 @@ from codea1.harness.sandbox.observers import script_test
 from codea1.harness.sandbox.protocol import write_all
 from codea1.harness.sandbox.settle import settle as settle_ground
 from codea1.harness.sandbox.settle import stand_on
-from codea1.harness.sandbox.timing import TestTimeout, describe, on_alarm, timed
+from codea1.harness.sandbox.timing import TestTimeout, counts, describe, on_alarm, open_clock, timed, timeout_message
 from codea1.harness.sandbox.warmup import warm_up
 from codea1.harness.verdicts import plaindata
 
@@ -283,6 +284,7 @@ def _run(job: dict, channel: _Channel) -> None:
     # Every program starts from the job's random state (0 unless validation asks for another
     # to find tests that depend on it): verdicts repeat from run to run and zygote to zygote.
     random.seed(job.get("random_seed", 0))
+    open_clock()  # own time, not wall time, for the limits (harness.sandbox.timing)
     tests = job["tests"]
     limits = job["time_limits"]
     large_output = job.get("large_output", "value")
@@ -371,14 +373,16 @@ def _run(job: dict, channel: _Channel) -> None:
                 channel.send({"i": i, "s": "exception", "e": f"output is not plain data: {exc}", "t": took})
                 continue
             channel.send_ok(i, text, digest, took)
-        except TestTimeout:
-            channel.send({"i": i, "s": "timeout", "e": f"exceeded {limits[i]:.3g}s", "t": time.perf_counter() - start})
+        except TestTimeout as exc:
+            channel.send({"i": i, "s": "timeout", "e": timeout_message(limits[i], exc), "t": time.perf_counter() - start})
             if job.get("fail_fast", True) or job.get("stop_on_timeout", False):
                 break
         except BaseException as exc:  # noqa: BLE001 - SystemExit/KeyboardInterrupt are failures too
             channel.send({"i": i, "s": "exception", "e": describe(exc), "t": time.perf_counter() - start})
             if job.get("fail_fast", True):
                 break
-    channel.send({"done": True})
+    # How many tests the machine's load would have timed out on the wall clock alone, and how
+    # many timeouts the wall cap decided (harness.sandbox.timing): counted in results.json.
+    channel.send({"done": True, **{k: v for k, v in counts.items() if v}})
 
 

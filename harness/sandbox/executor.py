@@ -190,7 +190,8 @@ class ZygoteExecutor(Executor):
             elif header.get("exit", "").startswith("sandbox:"):
                 yield sandbox_failure(job, header["exit"])
             else:
-                args = (header["exit"], header.get("stdout", ""), header.get("stderr", ""), header.get("wall", 0.0))
+                args = (header["exit"], header.get("stdout", ""), header.get("stderr", ""), header.get("wall", 0.0),
+                        header.get("starved", 0.0))
                 yield stream.finish(result, *args) if stream else parse_records(job, result, *args)
 
     def close(self) -> None:

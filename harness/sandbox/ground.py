@@ -66,10 +66,10 @@ FRAMEWORK_SUBMODULES = ("unittest.", "pytest.", "_pytest.", "pluggy.", "iniconfi
 _IGNORED_KEYS = {"sys": frozenset(("last_type", "last_value", "last_traceback", "last_exc")),
                  "tempfile": frozenset(("tempdir", "_name_sequence")),
                  "unittest.mock": frozenset(("file_spec", "open_spec")),  # made by the first mock_open
-                 timing.__name__: frozenset(("_armed",))}
+                 timing.__name__: frozenset(("_armed", "_limit", "_start", "_delay0", "_deferred_now", "_fd"))}
 _QUIET_KEYS = {"sys": frozenset(("path", "path_importer_cache", "stdin", "stdout", "stderr"))}
 _EVERY_MODULE_IGNORED = frozenset(("__warningregistry__",))
-_IGNORED_CONTAINERS = frozenset(("threading._active", "threading._limbo", "threading._shutdown_locks",
+_IGNORED_CONTAINERS = frozenset((f"{timing.__name__}.counts", "threading._active", "threading._limbo", "threading._shutdown_locks",
                                  "logging._handlerList", "warnings._onceregistry", "inspect._filesbymodname",
                                  "inspect.modulesbyfile"))
 _QUIET_CONTAINERS = frozenset(("sys.path", "sys.path_importer_cache", "linecache.cache", "re._cache", "re._cache2",

@@ -31,7 +31,7 @@ import types
 
 from codea1.harness.sandbox.ground import NOTHING_FOUND, instance_dict, tampering
 from codea1.harness.sandbox.protocol import write_all
-from codea1.harness.sandbox.timing import TestTimeout, describe, timed
+from codea1.harness.sandbox.timing import TestTimeout, describe, timed, timeout_message
 from codea1.harness.verdicts import script_reports, script_tests
 
 PREPARED: dict = {}  # "unittest", "pytest": the module as prepare() imported it
@@ -55,7 +55,7 @@ def _safe_describe(exc: BaseException) -> str:
 
 def _error_record(error: BaseException, limit: float, took: float, status: str) -> dict:
     if type(error) is TestTimeout:
-        return {"s": "timeout", "e": f"exceeded {limit:.3g}s", "t": took}
+        return {"s": "timeout", "e": timeout_message(limit, error), "t": took}
     return {"s": status, "e": _safe_describe(error), "t": took}
 
 

@@ -44,7 +44,7 @@ import sys
 import tempfile
 import time
 
-from codea1.harness.sandbox import child, confine, privileges
+from codea1.harness.sandbox import child, confine, privileges, timing
 from codea1.harness.sandbox.protocol import RESULT_CAP, recv_message, send_message, write_frame
 
 OUTPUT_CAP = 64 * 1024  # bytes of stdout / stderr kept per job
@@ -63,20 +63,41 @@ class TestClock:
     timeouts; the grace covers encoding and sending a large output). Bytes still arriving
     (a large record on its way) restart the clock.
 
+    The limit is on the child's own time, as in the child (harness.sandbox.timing): the time
+    its main thread spent waiting for a CPU, read here from /proc/PID/schedstat (the child
+    cannot change what the kernel counts), moves the deadline on, up to ``WALL_CAP`` times
+    the limit on the wall clock. The job's own deadline moves on by the same rule.
+
     Records are counted by their newlines; the parser refuses blank lines, so a program that
     writes newlines to restart its clock has its verdict failed for tampering."""
 
     GRACE = 1.0  # seconds, and at least the limit again
 
-    def __init__(self, limits: list, start: float):
+    def __init__(self, limits: list, start: float, pid: int = 0):
         self.limits = limits
         self.header = 1  # records before test 0: the load record
         self.lines = 0
         self.since = start
+        self.start = start
+        try:
+            self.fd = os.open(f"/proc/{pid}/schedstat", os.O_RDONLY | os.O_CLOEXEC) if pid else -1
+        except OSError:  # no /proc here: wall time is the child's time
+            self.fd = -1
+        self.last = 0.0
+        self.delay_at_start = self.delay_since = self.waited()
+
+    def waited(self) -> float:
+        """Seconds the child's main thread has waited for a CPU since it started (the last
+        value read where it cannot be read now; 0 where it never could)."""
+        delay = timing.run_delay(self.fd) if self.fd >= 0 else None
+        if delay is not None:
+            self.last = delay
+        return self.last
 
     def saw(self, data: bytes, now: float) -> None:
         self.lines += data.count(b"\n")
         self.since = now
+        self.delay_since = self.waited()
 
     def deadline(self) -> float | None:
         """When the test now running is killed; None before the program has loaded (the
@@ -85,7 +106,18 @@ class TestClock:
         if not 0 <= i < len(self.limits):
             return None
         limit = float(self.limits[i])
-        return self.since + limit + max(self.GRACE, limit)
+        wall = self.since + limit + max(self.GRACE, limit)
+        return min(wall + self.waited() - self.delay_since, self.since + timing.WALL_CAP * limit + self.GRACE)
+
+    def job_deadline(self, budget: float) -> float:
+        """When the job is killed: ``budget`` seconds of the child's own time after its start,
+        at most ``WALL_CAP`` times that on the wall clock."""
+        return self.start + min(budget + self.waited() - self.delay_at_start, timing.WALL_CAP * budget)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
 
 
 class ForkerGone(RuntimeError):
@@ -391,12 +423,12 @@ class Zygote:
             raise
         for fd in (job_fd, out_w, err_w, res_w):
             os.close(fd)
-        deadline = start + float(job.get("batch_timeout", 60.0)) + 1.0
+        budget = float(job.get("batch_timeout", 60.0)) + 1.0
         self.job_id, self.nonce = job.get("job_id"), job.get("nonce")
         exited = _pidfd(pid)  # turns readable when the child exits
-        clock = TestClock(job.get("time_limits") or [], start)
+        clock = TestClock(job.get("time_limits") or [], start, pid)
         try:
-            reply = self._supervise(exited, out_r, err_r, res_r, deadline, clock)
+            reply = self._supervise(exited, out_r, err_r, res_r, budget, clock)
         except Exception:
             try:  # the child must not outlive its job: the forker kills and reaps it
                 self.forker.reap(0)
@@ -404,6 +436,7 @@ class Zygote:
                 pass
             raise
         finally:
+            clock.close()
             if exited is not None:
                 os.close(exited)
         reply["job_id"], reply["nonce"] = job.get("job_id"), job.get("nonce")
@@ -411,7 +444,7 @@ class Zygote:
         _remove(workdir)
         return reply
 
-    def _supervise(self, exited: int | None, out_r: int, err_r: int, res_r: int, deadline: float,
+    def _supervise(self, exited: int | None, out_r: int, err_r: int, res_r: int, budget: float,
                    clock: TestClock) -> dict:
         buffers = {out_r: bytearray(), err_r: bytearray(), res_r: bytearray()}
         caps = {out_r: self.output_cap, err_r: self.output_cap, res_r: RESULT_CAP}
@@ -433,6 +466,7 @@ class Zygote:
         open_fds = set(buffers)
         while open_fds:
             now = time.monotonic()
+            deadline = clock.job_deadline(budget)
             remaining = deadline - now
             if remaining <= 0:
                 exit_reason = "timeout: the job's time budget ran out"
@@ -492,6 +526,8 @@ class Zygote:
                     open_fds.clear()
                     break
         sel.close()
+        starved = max(clock.waited() - clock.delay_at_start, 0.0)  # read before the reap: then the child is gone
+        deadline = clock.job_deadline(budget)
         status, orphans = self.forker.reap(min(deadline, clock.deadline() or deadline) if exit_reason == "finished" else 0)
         if status is None:
             exit_reason = exit_reason if exit_reason != "finished" else "timeout"
@@ -510,7 +546,8 @@ class Zygote:
             s = buffers[fd].decode("utf-8", "replace")
             return s + (f"\n[... {overflow[fd]} more bytes dropped]" if overflow[fd] else "")
 
-        reply = {"result": bytes(buffers[res_r]), "stdout": text(out_r), "stderr": text(err_r), "exit": exit_reason}
+        reply = {"result": bytes(buffers[res_r]), "stdout": text(out_r), "stderr": text(err_r), "exit": exit_reason,
+                 "starved": round(starved, 6)}
         if not self.seccomp:
             reply["orphans_killed"] = orphans
         return reply

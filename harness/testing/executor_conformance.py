@@ -45,7 +45,7 @@ import pytest
 from codea1.harness.records import ERROR, FAIL, PASS, TIMEOUT, ExecJob, TestCase
 from codea1.harness.sandbox.confine import process_table
 from codea1.harness.verdicts.asserts import parse_asserts
-from codea1.harness.verdicts.execution import run_jobs
+from codea1.harness.verdicts.execution import clock_counts, run_jobs
 from codea1.harness.verdicts.expected import settle_tests
 from codea1.harness.verdicts.judge import judge
 
@@ -174,6 +174,37 @@ class ExecutorConformance:
                               limit=0.5)
         assert verdict.status == TIMEOUT
         assert verdict.first_failure["test"] == "assert/0"
+
+    def test_a_busy_machine_does_not_move_a_time_limit_verdict(self, executor):
+        """Limits are on the program's own time (harness.sandbox.timing): with four busy
+        processes sharing its CPU, a test that computes 0.2 s against a 0.5 s limit runs past
+        the limit on the wall clock and still passes (its alarm deferred, and counted); one
+        that never returns times out on its own time, not at the wall cap."""
+        cpu = max(os.sched_getaffinity(0))
+        spin = (f"import os, time\ndef f(x):\n    os.sched_setaffinity(0, {{{cpu}}})\n"
+                "    start = time.thread_time()\n    while time.thread_time() - start < x:\n        pass\n    return 1\n")
+        # Each in a session of its own, as the program is (with the kernel's autogroups, a
+        # session shares a CPU fairly with each other session); each says when it is pinned.
+        busy = [subprocess.Popen([sys.executable, "-c", f"import os\nos.sched_setaffinity(0, {{{cpu}}})\n"
+                                  "print(flush=True)\nwhile True:\n    pass\n"], stdout=subprocess.PIPE,
+                                 start_new_session=True) for _ in range(4)]
+        for process in busy:
+            process.stdout.readline()
+        try:
+            before = clock_counts(executor)
+            verdict, raw = run_case(executor, spin, "assert f(0.2) == 1", limit=0.5)
+            assert verdict.status == PASS, verdict
+            assert raw.deferred == 1 and raw.starved > 0, raw  # past 0.5 s on the wall clock: load, not the program
+            assert verdict.clock == {"deferred": 1}
+            after = clock_counts(executor)  # what results.json's clock block says
+            assert after["tests_deferred"] == before["tests_deferred"] + 1
+            assert after["waited_for_cpu_s"] > before["waited_for_cpu_s"]
+            verdict, raw = run_case(executor, spin, "assert f(1000) == 1", limit=0.5)
+            assert verdict.status == TIMEOUT and raw.capped == 0, raw
+        finally:
+            for process in busy:
+                process.kill()
+                process.wait()
 
     def test_cancelling_the_alarm_does_not_escape_the_deadline(self, executor):
         code = ("import signal\ndef f(x):\n    signal.setitimer(signal.ITIMER_REAL, 0)\n    signal.alarm(0)\n"

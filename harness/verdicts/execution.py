@@ -19,11 +19,12 @@ import marshal
 import os
 import threading
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from codea1.harness.errors import Codea1Error
 from codea1.harness.records import NOT_RUN, ExecJob, RawOutcome, RawResult, TestCase
 from codea1.harness.sandbox.protocol import loads_record, scan_record
+from codea1.harness.sandbox.timing import WALL_CAP
 from codea1.harness.verdicts import plaindata, script_reports
 
 DEFAULT_MIN_TIME_LIMIT = 1.0  # evalplus' defaults
@@ -242,6 +243,7 @@ class RecordParser:
         self.load_error: str | None = None
         self.next_index = 0
         self.done = False
+        self.clock: dict[str, int] = {}  # the done record's counts (harness.sandbox.timing)
         self.violation: str | None = None
         self.partial = b""
         self.pending: list[bytes] = []  # chunks of a partial line, after ``partial``
@@ -365,6 +367,8 @@ class RecordParser:
                         or (job.stop_on_timeout and last == "timeout")):
                     raise ValueError(f"done after {self.next_index} of {n} tests")
                 self.done = True
+                # The child's own counts of its clock (harness.sandbox.timing): shown, never a verdict.
+                self.clock = {k: rec[k] for k in ("deferred", "capped") if type(rec.get(k)) is int and rec[k] > 0}
             else:
                 raise ValueError(f"unknown record {str(rec)[:80]}")
         except (ValueError, KeyError, TypeError) as exc:
@@ -373,7 +377,8 @@ class RecordParser:
             self.violation = f"protocol: {type(exc).__name__}: {str(exc)[:200]}"
         return None
 
-    def finish(self, exit_reason: str, stdout: str = "", stderr: str = "", wall: float = 0.0) -> RawResult:
+    def finish(self, exit_reason: str, stdout: str = "", stderr: str = "", wall: float = 0.0,
+               starved: float = 0.0) -> RawResult:
         if self.pending:
             self.partial += b"".join(self.pending)
             self.pending.clear()
@@ -402,12 +407,14 @@ class RecordParser:
             outcomes[self.next_index] = RawOutcome(status, message=exit_reason)
         elif exit_reason != "finished" and self.loaded is None:
             load_error = f"the program did not load: {exit_reason}"
+        clock = self.clock
         return RawResult(job_id=self.job.job_id, outcomes=outcomes, load_error=load_error, exit=exit_reason,
-                         stdout=stdout, stderr=stderr, wall_time=wall)
+                         stdout=stdout, stderr=stderr, wall_time=wall, starved=starved,
+                         deferred=clock.get("deferred", 0), capped=clock.get("capped", 0))
 
 
 def parse_records(job: ExecJob, data: bytes | Iterable[str], exit_reason: str, stdout: str = "", stderr: str = "",
-                  wall: float = 0.0) -> RawResult:
+                  wall: float = 0.0, starved: float = 0.0) -> RawResult:
     """A whole reply's records (bytes, or lines) at once: see ``RecordParser``."""
     parser = RecordParser(job)
     if isinstance(data, (bytes, bytearray)):
@@ -415,7 +422,7 @@ def parse_records(job: ExecJob, data: bytes | Iterable[str], exit_reason: str, s
     else:
         for line in data:
             parser.record(line)
-    return parser.finish(exit_reason, stdout, stderr, wall)
+    return parser.finish(exit_reason, stdout, stderr, wall, starved)
 
 
 def sandbox_failure(job: ExecJob, message: str) -> RawResult:
@@ -439,10 +446,11 @@ class RecordStream:
         self.parser.feed(data)
         return self.parser.stopped
 
-    def finish(self, result: bytes, exit_reason: str, stdout: str = "", stderr: str = "", wall: float = 0.0) -> RawResult:
+    def finish(self, result: bytes, exit_reason: str, stdout: str = "", stderr: str = "", wall: float = 0.0,
+               starved: float = 0.0) -> RawResult:
         """``result``: every result byte of the job, the streamed ones first."""
         self.parser.feed(result[self.fed:])
-        return self.parser.finish(exit_reason, stdout, stderr, wall)
+        return self.parser.finish(exit_reason, stdout, stderr, wall, starved)
 
 
 MIN_CONTINUATION_BUDGET = 1.0  # seconds of a job's budget left for its continuation to be worth starting
@@ -458,7 +466,7 @@ def unfinished(job: ExecJob, raw: RawResult) -> int | None:
     failures into tests that did not run. (Jobs that stop at a timeout are the trainers':
     ``trainers.method.rollouts.run_codes`` continues them itself, within the program's budget.)"""
     if job.fail_fast or job.stop_on_timeout or raw.sandbox_error or raw.load_error or raw.exit.startswith("protocol:") \
-            or raw.exit == "cancelled" or job.batch_timeout - raw.wall_time < MIN_CONTINUATION_BUDGET:
+            or raw.exit == "cancelled" or job.batch_timeout - raw.own_time < MIN_CONTINUATION_BUDGET:
         return None
     last = max((i for i, o in enumerate(raw.outcomes) if o.status != "not_run"), default=None)
     if last is None or last + 1 >= len(job.tests):
@@ -469,7 +477,7 @@ def unfinished(job: ExecJob, raw: RawResult) -> int | None:
 def continuation(job: ExecJob, start: int, raw: RawResult) -> ExecJob:
     """The job for tests ``start``.. of ``job``, within what is left of its budget."""
     return dataclasses.replace(job, job_id=f"{job.job_id}~{start}", tests=job.tests[start:],
-                               time_limits=job.time_limits[start:], batch_timeout=job.batch_timeout - raw.wall_time)
+                               time_limits=job.time_limits[start:], batch_timeout=job.batch_timeout - raw.own_time)
 
 
 def joined(job: ExecJob, start: int, first: RawResult, rest: RawResult) -> RawResult:
@@ -482,7 +490,37 @@ def joined(job: ExecJob, start: int, first: RawResult, rest: RawResult) -> RawRe
                                              for _ in rest.outcomes]
     return RawResult(job_id=job.job_id, outcomes=outcomes, exit=rest.exit if not rest.load_error else first.exit,
                      stdout=(first.stdout + rest.stdout)[-2 * 65536:], stderr=(first.stderr + rest.stderr)[-2 * 65536:],
-                     wall_time=first.wall_time + rest.wall_time, sandbox_error=rest.sandbox_error)
+                     wall_time=first.wall_time + rest.wall_time, sandbox_error=rest.sandbox_error,
+                     starved=first.starved + rest.starved, deferred=first.deferred + rest.deferred,
+                     capped=first.capped + rest.capped)
+
+
+CLOCK_RULE = ("each test's time limit is on its own time: its wall-clock time less the time its process waited "
+              f"for a CPU (the kernel's run delay), up to {WALL_CAP:g}x the limit on the wall clock")
+
+
+def clock_counts(executor: Executor) -> dict[str, Any]:
+    """What the time limits did in the jobs ``executor`` ran (``stream_jobs`` counts them),
+    for results.json: the rule, tests whose wall clock passed their limit while their own
+    time had not (load would have timed them out; judged on own time), timeouts the wall cap
+    decided (load may have), jobs the zygote's clock ended from outside, and the seconds the
+    programs waited for a CPU."""
+    counts = getattr(executor, "clock", None) or {}
+    return {"rule": CLOCK_RULE, "tests_deferred": counts.get("deferred", 0),
+            "timeouts_at_wall_cap": counts.get("capped", 0), "jobs_ended_outside": counts.get("killed", 0),
+            "waited_for_cpu_s": round(counts.get("starved", 0.0), 3)}
+
+
+_CLOCK_LOCK = threading.Lock()  # trainers stream jobs from several threads
+
+
+def _count_clock(executor: Executor, res: RawResult) -> None:
+    with _CLOCK_LOCK:
+        counts = executor.__dict__.setdefault("clock", {"deferred": 0, "capped": 0, "killed": 0, "starved": 0.0})
+        counts["deferred"] += res.deferred
+        counts["capped"] += res.capped
+        counts["killed"] += res.exit.startswith("timeout")
+        counts["starved"] += res.starved
 
 
 def stream_jobs(executor: Executor, jobs: Sequence[ExecJob], on_result: Callable[[RawResult], None],
@@ -513,6 +551,7 @@ def stream_jobs(executor: Executor, jobs: Sequence[ExecJob], on_result: Callable
             elif job is not None:
                 start = unfinished(job, res)
             if start is None:
+                _count_clock(executor, res)
                 on_result(res)
                 continue
             nxt = continuation(job, start, res)

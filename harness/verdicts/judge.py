@@ -171,6 +171,8 @@ def judge(task_id: str, sample_index: int, job: ExecJob, raw: RawResult,
     checker = checker or Checker()
     verdict = Verdict(task_id=task_id, sample_index=sample_index, status=PASS, wall_time=raw.wall_time,
                       n_tests=len(job.tests))
+    clock = {"deferred": raw.deferred, "capped": raw.capped, "killed": int(raw.exit.startswith("timeout"))}
+    verdict.clock = {k: v for k, v in clock.items() if v} or None
     if raw.sandbox_error:
         verdict.status = SANDBOX_ERROR
         verdict.message = raw.sandbox_error

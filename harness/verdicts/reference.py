@@ -33,7 +33,7 @@ from codea1.harness.verdicts.execution import (
 )
 from codea1.harness.verdicts.judge import Checker, judge
 
-CACHE_VERSION = "7"  # bump when what a reference run records changes (large outputs: 3, their digests: 5; the sandbox reads only its job, script checks report values: 6; arrays, and the test script's imports in the solution's namespace: 7)
+CACHE_VERSION = "8"  # bump when what a reference run records changes (large outputs: 3, their digests: 5; the sandbox reads only its job, script checks report values: 6; arrays, and the test script's imports in the solution's namespace: 7; times as own times, not wall times: 8)
 REFERENCE_TEST_LIMIT = 60.0  # seconds per test for the reference (evalplus gives it no limit)
 
 

@@ -271,7 +271,7 @@ class SandboxFusionExecutor(Executor):
         if exit_reason.startswith("sandbox:"):
             return sandbox_failure(job, f"sandbox-fusion: {exit_reason}"), True
         return parse_records(job, body, exit_reason, str(header.get("stdout", "")), str(header.get("stderr", "")),
-                             float(header.get("wall", 0.0))), False
+                             float(header.get("wall", 0.0)), float(header.get("starved", 0.0))), False
 
 
 @hookimpl

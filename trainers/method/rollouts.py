@@ -220,7 +220,7 @@ def _run_with_continuations(executor, jobs: Sequence[_DistinctJob], uses: Mappin
             if raw.sandbox_error or raw.load_error or raw.exit.startswith("protocol:") or \
                     all(out[key].sandbox_error is not None for key in live):
                 continue
-            used[n] += raw.wall_time
+            used[n] += raw.own_time
             timed_out = next((i for i, o in enumerate(raw.outcomes) if o.status == "timeout"), None)
             if timed_out is None or last:
                 continue
