@@ -5,9 +5,11 @@ machine and beside busy processes, every verdict compared.
 
 The samples are bench_evalplus' ``--preset`` files (default ``mutants``: per task the canonical
 solution and up to --n - 1 distinct cosmic-ray mutants of it; ``canonical``: one a task). Each
-run is ``codea1 evaluate`` from scratch, reference outputs and reference times included
-(``--no-reference-cache``: the limits, 4x the reference's time and at least 1 s, are measured
-under the same load as the programs). The loaded run has --busy processes beside it (each a
+run is ``codea1 evaluate``; with ``--reference each`` (the default) each measures the reference
+outputs and times itself (``--no-reference-cache``: the limits, 4x the reference's time and at
+least 1 s, are measured under the same load as the programs); with ``--reference quiet`` the
+quiet run fills a fresh reference cache that the loaded run reads, as a user's cache filled on
+a quiet machine is read on a busy one. The loaded run has --busy processes beside it (each a
 Python loop in a session of its own, unpinned) on a machine of os.cpu_count() cores.
 
 Printed: each run's time, its verdict counts and results.json's ``clock`` block (tests whose
@@ -33,11 +35,13 @@ from bench_evalplus import ENV, ROOT, build_samples  # noqa: E402
 BUSY = "while True:\n    pass\n"
 
 
-def evaluate(codea1: list[str], data: Path, samples: Path, workers: int, out: Path) -> tuple[float, dict, dict]:
+def evaluate(codea1: list[str], data: Path, samples: Path, workers: int, out: Path, cache: Path | None
+             ) -> tuple[float, dict, dict]:
     start = time.perf_counter()
     subprocess.run([*codea1, "evaluate", "--benchmark", "humaneval+", "--data", str(data), "--samples", str(samples),
                     "--workers", str(workers), "--out", str(out), "--overwrite", "--no-progress",
-                    "--no-reference-cache"], check=True, capture_output=True, text=True, env=ENV)
+                    *(["--no-reference-cache"] if cache is None else [])], check=True, capture_output=True, text=True,
+                   env={**ENV, **({"CODEA1_CACHE_DIR": str(cache)} if cache else {})})
     seconds = time.perf_counter() - start
     verdicts = {}
     for line in (out / "verdicts.jsonl").read_text().splitlines():
@@ -61,6 +65,9 @@ def main() -> int:
     parser.add_argument("--busy", type=int, default=4, help="busy processes beside the loaded run")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--codea1", default=None, help="the codea1 command to run (default: this checkout's)")
+    parser.add_argument("--reference", choices=("each", "quiet"), default="each",
+                        help="each: every run measures the reference's times itself; quiet: the quiet run "
+                             "fills a fresh reference cache and the loaded run reads it (limits made quiet)")
     args = parser.parse_args()
     codea1 = [args.codea1] if args.codea1 else [sys.executable, "-m", "codea1"]
     if not args.codea1:
@@ -68,12 +75,15 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="codea1-load-") as tmp:
         samples = Path(tmp) / "samples.jsonl"
         count = build_samples(args.data, args.preset, args.n, samples)
+        cache = Path(tmp) / "cache" if args.reference == "quiet" else None
         print(f"{count} samples ({args.preset}), {args.workers} workers, {os.cpu_count()} cores; "
-              f"loaded: {args.busy} busy processes beside the run")
-        quiet_s, quiet, quiet_results = evaluate(codea1, args.data, samples, args.workers, Path(tmp) / "quiet")
+              f"loaded: {args.busy} busy processes beside the run; reference times: "
+              + ("each run's own" if cache is None else "the quiet run's, cached"))
+        quiet_s, quiet, quiet_results = evaluate(codea1, args.data, samples, args.workers, Path(tmp) / "quiet", cache)
         busy = [subprocess.Popen([sys.executable, "-c", BUSY], start_new_session=True) for _ in range(args.busy)]
         try:
-            loaded_s, loaded, loaded_results = evaluate(codea1, args.data, samples, args.workers, Path(tmp) / "loaded")
+            loaded_s, loaded, loaded_results = evaluate(codea1, args.data, samples, args.workers, Path(tmp) / "loaded",
+                                                        cache)
         finally:
             for process in busy:
                 process.kill()

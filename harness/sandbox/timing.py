@@ -50,8 +50,10 @@ _deferred_now = False  # this call's alarm has been deferred already
 
 def open_clock() -> bool:
     """Open the run delay's file for this process (in the child, after the fork: the zygote's
-    would be the zygote's own). False where it cannot be read: own time is then wall time."""
+    would be the zygote's own), and count from zero (whatever the zygote's warm-up counted is
+    not this job's). False where it cannot be read: own time is then wall time."""
     global _fd
+    counts.update(deferred=0, capped=0)
     try:
         _fd = os.open(SCHEDSTAT, os.O_RDONLY | os.O_CLOEXEC)
         return run_delay(_fd) is not None
