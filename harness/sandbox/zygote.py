@@ -99,19 +99,26 @@ class TestClock:
         self.since = now
         self.delay_since = self.waited()
 
-    def deadline(self) -> float | None:
+    def deadline(self, now: float) -> float | None:
         """When the test now running is killed; None before the program has loaded (the
-        job's own deadline covers loading) and after the last test."""
+        job's own deadline covers loading) and after the last test. The run delay is read
+        only once the deadline on the wall clock has come (``now``): before it, no wait can
+        have moved it past ``now``."""
         i = self.lines - self.header
         if not 0 <= i < len(self.limits):
             return None
         limit = float(self.limits[i])
         wall = self.since + limit + max(self.GRACE, limit)
+        if now < wall:
+            return wall
         return min(wall + self.waited() - self.delay_since, self.since + timing.WALL_CAP * limit + self.GRACE)
 
-    def job_deadline(self, budget: float) -> float:
+    def job_deadline(self, budget: float, now: float) -> float:
         """When the job is killed: ``budget`` seconds of the child's own time after its start,
-        at most ``WALL_CAP`` times that on the wall clock."""
+        at most ``WALL_CAP`` times that on the wall clock (the run delay read, as in
+        ``deadline``, only once the wall clock's deadline has come)."""
+        if now < self.start + budget:
+            return self.start + budget
         return self.start + min(budget + self.waited() - self.delay_at_start, timing.WALL_CAP * budget)
 
     def close(self) -> None:
@@ -466,12 +473,12 @@ class Zygote:
         open_fds = set(buffers)
         while open_fds:
             now = time.monotonic()
-            deadline = clock.job_deadline(budget)
+            deadline = clock.job_deadline(budget, now)
             remaining = deadline - now
             if remaining <= 0:
                 exit_reason = "timeout: the job's time budget ran out"
                 break
-            test_deadline = clock.deadline()
+            test_deadline = clock.deadline(now)
             if test_deadline is not None and test_deadline <= now:
                 exit_reason = "timeout"
                 break
@@ -527,8 +534,9 @@ class Zygote:
                     break
         sel.close()
         starved = max(clock.waited() - clock.delay_at_start, 0.0)  # read before the reap: then the child is gone
-        deadline = clock.job_deadline(budget)
-        status, orphans = self.forker.reap(min(deadline, clock.deadline() or deadline) if exit_reason == "finished" else 0)
+        now = time.monotonic()
+        deadline = clock.job_deadline(budget, now)
+        status, orphans = self.forker.reap(min(deadline, clock.deadline(now) or deadline) if exit_reason == "finished" else 0)
         if status is None:
             exit_reason = exit_reason if exit_reason != "finished" else "timeout"
         elif exit_reason == "finished":
