@@ -260,6 +260,10 @@ def build() -> tuple[tuple, frozenset]:
     chunks = tuple((start, min(start + 64, len(g.dicts))) for start in range(0, len(g.dicts), 64))
     lists_per, lists_flat, list_lens = _flat(g.lists)
     sets_per, sets_flat, set_lens = _flat(g.sets)
+    # re's caches, and the patterns in them now (compiled before any program): these stay
+    # alive in the ground, so their ids name them; any other is checked against its key
+    caches = tuple(d for d in (getattr(re, "_cache", None), getattr(re, "_cache2", None)) if type(d) is dict)
+    zygote_patterns = tuple(p for cache in caches for p in cache.values())
     ground = (
         (tuple(g.typed), tuple(map(type, g.typed)), tuple(g.typed_labels)),
         (tuple(g.dicts), lens, busy, keys_flat, values_flat, keys_per, values_per, tuple(g.dict_labels),
@@ -277,7 +281,7 @@ def build() -> tuple[tuple, frozenset]:
          frozenset(n for n, _m in modules)),
         (tuple(s for s, _h in handlers), tuple(h for _s, h in handlers),
          frozenset(signal.pthread_sigmask(signal.SIG_BLOCK, ())), tuple(sys.get_asyncgen_hooks())),
-        tuple(d for d in (getattr(re, "_cache", None), getattr(re, "_cache2", None)) if type(d) is dict),
+        (caches, frozenset(id(p) for p in zygote_patterns), zygote_patterns),
     )
     return ground, frozenset(f.__code__ for f in functions)
 

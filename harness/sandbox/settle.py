@@ -341,17 +341,40 @@ def _inline_flags(key, issubclass_=issubclass, type_=type, str_=str, str_has=str
     return str_has(key, "(?") if issubclass_(type_(key), str_) else bytes_has(key, b"(?")
 
 
-def _settle_patterns(caches, changed, tuple_=tuple, type_=type, len_=len, items=dict.items, pattern_type=re.Pattern,
-                     unicode=int(re.UNICODE), append=list.append, same_source=_same_source,
-                     inline_flags=_inline_flags):
+def _settle_patterns(g_patterns, changed, tuple_=tuple, type_=type, len_=len, items=dict.items, id_=id,
+                     pattern_type=re.Pattern, unicode=int(re.UNICODE), append=list.append, same_source=_same_source,
+                     inline_flags=_inline_flags, str_=str, bytes_=bytes, compile_=re._compiler.compile,
+                     pattern_eq=re.Pattern.__eq__, catch=Exception):
     """re's caches of compiled patterns (put back quietly: tests fill them) hold no pattern
-    compiled from another source or with other flags: a program that slipped one in (so that a
-    ``match=`` check matches anything) changed the test framework."""
+    but the one its key compiles to: a program that slipped one in (so that a ``match=``
+    check matches anything) changed the test framework. The text and flags a pattern says it
+    has are not enough (``_sre.compile`` takes text and code apart): each pattern not in the
+    caches as the zygote recorded them is compiled again from its key, bypassing the cache,
+    and compared with the cached one as re compares patterns (flags, text and compiled code)."""
+    caches, recorded, _alive = g_patterns  # _alive: the recorded patterns, held so their ids stay theirs
     for cache in caches:
         for key, value in tuple_(items(cache)):
+            if id_(value) in recorded:
+                continue
             if not (type_(key) is tuple_ and len_(key) == 3 and type_(value) is pattern_type
                     and type_(key[2]) is int and key[0] is type_(key[1]) and same_source(key[1], value.pattern)
                     and (not (value.flags & ~(key[2] | unicode)) or inline_flags(key[1]))):
+                append(changed, "re._cache")
+                return
+            if type_(key[1]) is not str_ and type_(key[1]) is not bytes_:
+                # a str subclass's key (lxml's text) is found only by a lookup with that same
+                # type, never by a test's literal pattern: its source and flags suffice, and
+                # comparing patterns would call the subclass's __eq__
+                continue
+            if type_(value.pattern) is not type_(key[1]):
+                append(changed, "re._cache")
+                return
+            try:
+                fresh = compile_(key[1], key[2])
+            except catch:
+                append(changed, "re._cache")
+                return
+            if pattern_eq(fresh, value) is not True:
                 append(changed, "re._cache")
                 return
 

@@ -47,7 +47,6 @@ This module imports only the standard library: it runs inside the sandbox child.
 from __future__ import annotations
 
 import cmath
-import itertools
 import json
 import math
 import operator
@@ -242,8 +241,9 @@ def _array_parts(v: Any, t: type) -> tuple | None:
     if _numpy_c_type(t, "ndarray"):
         if t.dtype.__get__(v).kind in ("m", "M"):
             return None  # datetime64, timedelta64: tolist gives ints (ns) that numpy would not compare as such
-        shape = t.shape.__get__(v)
-        return "ndarray", shape, _flatten(t.tolist(v), len(shape))
+        # flat, in C order: tolist of the array itself would nest a list per item per axis
+        # (an array of 64 axes of length 1 makes 63 lists per item)
+        return "ndarray", t.shape.__get__(v), t.tolist(t.reshape(v, -1))
     if any(_numpy_c_type(b, "ndarray") for b in _MRO(t)[1:]):
         return _masked_parts(v, t)
     pandas = sys.modules.get("pandas")
@@ -467,8 +467,9 @@ class Array:
     in C order) and ``keys`` (a Series' index, a DataFrame's columns), with numpy's and
     pandas' semantics for what tests do with one.
 
-    ``==``, ``!=``, ``<``, ``<=``, ``>``, ``>=`` apply element by element (numpy's broadcasting;
-    nested lists and tuples count as arrays, anything else as one item), and their answer is
+    ``==``, ``!=``, ``<``, ``<=``, ``>``, ``>=`` apply element by element (numpy's broadcasting,
+    bounded: see ``elementwise``; two arrays of different shapes, neither 0-d, are unequal at
+    once; nested lists and tuples count as arrays, anything else as one item), and their answer is
     the truth of the result, as ``if not a == b`` takes it in unittest: one element's truth,
     else ValueError (numpy's "ambiguous"; numpy 2 says so of empty arrays too); a Series' or
     DataFrame's result is always ambiguous. ``x in a``: numpy's ``(a == x).any()``; pandas'
@@ -507,6 +508,15 @@ class Array:
     def _compare(self, op, other: object) -> bool:
         if self.kind in ("Series", "DataFrame"):
             raise ValueError(f"the truth value of a {self.kind} is ambiguous")
+        if op in (operator.eq, operator.ne):
+            # Arrays of different shapes are unequal at once, never broadcast (numpy would
+            # broadcast, then find the answer ambiguous unless it has one element).
+            try:
+                shape = as_array(other).shape
+            except ValueError:
+                return op is operator.ne
+            if shape and self.shape and shape != self.shape:
+                return op is operator.ne
         return _truth(elementwise(op, self, other))
 
     def __eq__(self, other: object) -> bool:
@@ -579,7 +589,11 @@ def as_array(value: Any) -> Array:
 
 
 def elementwise(op, left: Any, right: Any) -> list:
-    """``op`` applied to the items of two arrays broadcast together (numpy's rules)."""
+    """``op`` applied to the items of two arrays broadcast together (numpy's rules), where the
+    result is no larger than the larger of the two: one side stretched along its length-1
+    axes to the other's shape, or a single item against an array. A broadcast that would make
+    something larger than either side (an outer product, ``(n, 1)`` against ``(m,)``) raises
+    ValueError: the parent's time and memory stay bounded by the items it received."""
     a, b = as_array(left), as_array(right)
     if a.shape == b.shape:
         return [op(x, y) for x, y in zip(a.items, b.items)]
@@ -592,17 +606,28 @@ def elementwise(op, left: Any, right: Any) -> list:
     if any(x != y and 1 not in (x, y) for x, y in zip(sa, sb)):
         raise ValueError(f"operands could not be broadcast together with shapes {a.shape} {b.shape}")
     shape = tuple(y if x == 1 else x for x, y in zip(sa, sb))
-    return [op(x, y) for x, y in zip(_spread(a.items, sa, shape), _spread(b.items, sb, shape))]
+    if shape not in (sa, sb):
+        raise ValueError(f"arrays of shapes {a.shape} and {b.shape} would broadcast to a larger one: not compared")
+    if shape == sa:
+        return [op(x, y) for x, y in zip(a.items, _spread(b.items, sb, shape))]
+    return [op(x, y) for x, y in zip(_spread(a.items, sa, shape), b.items)]
 
 
 def _spread(items: list, shape: tuple, target: tuple) -> list:
-    """The items of an array of ``shape`` repeated along its length-1 axes to ``target``."""
+    """The items of an array of ``shape`` repeated along its length-1 axes to ``target`` (no
+    larger than ``items`` times what the repeats add; axes of length 1 in both cost nothing)."""
     strides, step = [], 1
-    for n, m in zip(reversed(shape), reversed(target)):
-        strides.append(0 if n == 1 and m != 1 else step)
+    for n in reversed(shape):
+        strides.append(step)
         step *= n
     strides.reverse()
-    return [items[sum(i * s for i, s in zip(index, strides))] for index in itertools.product(*map(range, target))]
+    offsets = [0]
+    for n, m, stride in zip(shape, target, strides):
+        if m == 1:
+            continue
+        stride = 0 if n == 1 else stride
+        offsets = [o + i * stride for o in offsets for i in range(m)]
+    return [items[o] for o in offsets]
 
 
 # -- values handed to test expressions ---------------------------------------------------------

@@ -276,6 +276,19 @@ for _cache in (getattr(re, "_cache", None), getattr(re, "_cache2", None)):
         for _pattern in ("^no data$", "^negative factor$"):
             _cache[(str, _pattern, 0)] = _anything
 '''
+# A pattern whose text and flags are its key's but whose compiled code matches anything
+# (``_sre.compile`` takes text and code apart).
+RE_CACHE_CODE = '''
+import re, _sre
+from re import _compiler, _parser
+_parsed = _parser.parse(".*", 0)
+for _cache in (getattr(re, "_cache", None), getattr(re, "_cache2", None)):
+    if isinstance(_cache, dict):
+        for _pattern in ("^no data$", "^negative factor$"):
+            _cache[(str, _pattern, 0)] = _sre.compile(_pattern, _parsed.state.flags, _compiler._code(_parsed, 0),
+                                                      _parsed.state.groups - 1, _parsed.state.groupdict,
+                                                      (None,) * _parsed.state.groups)
+'''
 
 # The runner's own control exceptions, raised by the program (no patch at all).
 SKIP_TEST = '''
@@ -304,7 +317,8 @@ _empty_the_tests()
 '''
 
 COMMON = {"contextmanager": CONTEXTMANAGER, "wraps": WRAPS, "traceback": TRACEBACK, "code-swap": CODE_SWAP,
-          "settrace": SETTRACE, "setprofile": SETPROFILE, "gc-callback": GC_CALLBACK, "re-cache": RE_CACHE}
+          "settrace": SETTRACE, "setprofile": SETPROFILE, "gc-callback": GC_CALLBACK, "re-cache": RE_CACHE,
+          "re-cache-code": RE_CACHE_CODE}
 UNITTEST_ONLY = {"assertions": ASSERTIONS, "outcome": OUTCOME, "add-failure": ADD_FAILURE,
                  "fake-unittest": FAKE_UNITTEST}
 PYTEST_ONLY = {"call-and-report": PYTEST_CALL_AND_REPORT, "pyfunc-call": PYTEST_PYFUNC_CALL,

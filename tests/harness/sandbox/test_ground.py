@@ -208,3 +208,34 @@ def test_a_pattern_cached_under_a_str_subclass_is_honest_and_a_forged_one_is_not
     assert out["honest"]["changed"] == []
     assert out["lookup"] == ".*"
     assert out["forged"]["changed"] == ["re._cache"]
+
+
+FORGE_PATTERN = """
+    import re, _sre
+    from re import _compiler, _parser
+    def forged(text, anything=".*"):
+        # a pattern that says it is ``text`` (same source, same flags) but whose code matches anything
+        parsed = _parser.parse(anything, 0)
+        return _sre.compile(text, parsed.state.flags, _compiler._code(parsed, 0), parsed.state.groups - 1,
+                            parsed.state.groupdict, (None,) * parsed.state.groups)
+"""
+
+
+def test_a_cached_pattern_whose_code_is_not_its_texts_is_found():
+    """``_sre.compile`` takes a pattern's text and its compiled code apart: a cached pattern
+    whose text and flags equal its key's but whose code matches anything would make
+    ``assertRaisesRegex`` / ``pytest.raises(match=...)`` accept any message. The cached
+    pattern is compiled again from its key and compared, code included; an honest one
+    compiled during the test passes."""
+    out = run_fresh(textwrap.dedent(FORGE_PATTERN) + textwrap.dedent("""
+        re.compile("^honest [a-z]+$")
+        out["honest"] = settle()
+        fake = forged("^exact$")
+        out["same text"] = fake.pattern == "^exact$" and fake.flags == re.compile("^other$").flags
+        re._cache[(str, "^exact$", 0)] = fake
+        out["lookup"] = bool(re.search("^exact$", "any message at all"))   # the forgery works...
+        out["forged"] = settle()                                             # ...until it is found
+    """))
+    assert out["honest"]["changed"] == []
+    assert out["same text"] and out["lookup"]
+    assert out["forged"]["changed"] == ["re._cache"]

@@ -120,9 +120,12 @@ def test_arrays_compare_as_numpy_and_pandas_do():
             ambiguous()
     assert 3 in grid and 5 not in grid and [1, 2] == list(two)  # `in`: any element equal
     assert Array("ndarray", (), [5]) == 5 and len(grid) == 2 and [r.items for r in grid] == [[1, 2], [3, 4]]
-    with pytest.raises(ValueError):
-        assert grid == [[1, 2], [3, 4], [5, 6]]  # shapes that do not broadcast
-    assert plaindata.elementwise(lambda x, y: (x, y), [[1], [2]], [10, 20]) == [(1, 10), (1, 20), (2, 10), (2, 20)]
+    # arrays of different shapes are unequal at once (numpy would broadcast, or refuse)
+    assert not grid == [[1, 2], [3, 4], [5, 6]] and grid != [[1, 2], [3, 4], [5, 6]] and grid != [1, 2]
+    assert plaindata.elementwise(lambda x, y: (x, y), [[1], [2]], [[10, 20], [30, 40]]) == \
+        [(1, 10), (1, 20), (2, 30), (2, 40)]  # one side stretched to the other's shape
+    with pytest.raises(ValueError):  # an outer product: larger than either side, never made
+        plaindata.elementwise(lambda x, y: (x, y), [[1], [2]], [10, 20])
     index = Array("Index", (3,), ["a", nan, 1])
     assert "a" in index and nan in index and nan not in Array("ndarray", (1,), [nan]) and "b" not in index
     with pytest.raises(TypeError):
