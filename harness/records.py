@@ -25,6 +25,9 @@ VERDICT_STATUSES = (PASS, FAIL, TIMEOUT, ERROR, SKIPPED, SANDBOX_ERROR)
 # Where a test's verdict is decided: by the trusted parent on values, or by a runner inside the
 # program's own process (script tests that could not be rewritten to report values).
 JUDGED_WHERE = ("parent", "in-process")
+# The prefix of a figure computed again over the tasks whose every test is judged "parent"
+# (where some tasks have tests judged in-process): "outside:pass@1".
+OUTSIDE = "outside:"
 
 # Start of a TestCase.expected_error left by an executor that failed to compute the value
 # (harness.verdicts.expected): no verdict can be given on that test, so none is (a sandbox error).

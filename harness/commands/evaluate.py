@@ -63,7 +63,7 @@ class EvaluateCommand(Command):
         if provenance_line(r):
             print(provenance_line(r))
         print(coverage_line(r["coverage"]))
-        print("\n".join(verdict_lines(r["counts"]) + clock_lines(r.get("clock"))))
+        print("\n".join(verdict_lines(r["counts"], r.get("judged")) + clock_lines(r.get("clock"))))
         print_metrics(r["metrics"], r["metric_notes"], same=r["metric_same"], intervals=r.get("intervals"))
         if args.per_task or len(r["tasks"]) <= 40:
             print(f"\n  {'task':<24} {'n':>3} {'pass':>4}  statuses")

@@ -25,6 +25,7 @@ from codea1.harness.intervals import METHOD, MIN_RANKED_TASKS, metric_interval, 
 from codea1.harness.metrics import CodeMetric, in_order
 from codea1.harness.progress import stage_bar
 from codea1.harness.records import (
+    OUTSIDE,
     PASS,
     SANDBOX_ERROR,
     SKIPPED,
@@ -337,8 +338,9 @@ def judge_stage(run: Run, cfg: EvaluateConfig, todo: list[CodeSample], prepared:
 def summarise(run: Run, cfg: EvaluateConfig, samples: list[CodeSample], log: VerdictLog, skipped: dict[str, str],
               reference_failures: dict, timing: dict, dropped: int = 0) -> dict[str, Any]:
     verdicts = log.of(samples)
+    outside = wholly_outside(run.problems)
     metrics, notes, per_task, same, intervals = compute_metrics(run.plugins, verdicts, cfg.k,
-                                                                skipped_fail=not cfg.exclude_skipped)
+                                                                skipped_fail=not cfg.exclude_skipped, outside=outside)
     scored = len({v.task_id for v in verdicts if not cfg.exclude_skipped or v.status != SKIPPED})
     if scored < MIN_RANKED_TASKS:  # shown, and said to be too few to compare on
         for label in metrics:
@@ -350,6 +352,7 @@ def summarise(run: Run, cfg: EvaluateConfig, samples: list[CodeSample], log: Ver
     # Verdicts a runner inside the program's own process decided (script tests that could not
     # be rewritten to report values): the program could have steered them.
     counts["judged_in_process"] = sum(v.judged == "in-process" for v in verdicts)
+    judged_tasks = {v.task_id for v in verdicts}
     by_task: dict[str, list[Verdict]] = defaultdict(list)
     for v in verdicts:
         by_task[v.task_id].append(v)
@@ -369,6 +372,7 @@ def summarise(run: Run, cfg: EvaluateConfig, samples: list[CodeSample], log: Ver
             "metrics": metrics, "intervals": intervals,
             "interval_method": METHOD, "metric_notes": notes, "metric_same": same,
             "counts": {"samples": len(verdicts), **counts},
+            "judged": judged_block(judged_tasks, outside),
             "resumed": log.resumed, "timing": timing, "clock": clock_counts(run.executor), "skipped_tasks": skipped, "reference_failures": reference_failures, "tasks": tasks}
 
 
@@ -405,9 +409,30 @@ def clock_lines(clock: dict | None) -> list[str]:
     return lines
 
 
-def verdict_lines(counts: dict) -> list[str]:
+JUDGED_RULE = ("a task is judged wholly outside when every test of it is decided by the harness, outside the "
+               "program's process, on values the program sent (call tests; script tests rewritten to report "
+               "values); a script test that could not be rewritten is decided by its framework running inside "
+               "the program's process (in-process), where a program that writes raw memory can change any "
+               "state: figures named outside:<metric> are the same figures over the wholly-outside tasks "
+               "only, and a gap between the two is the in-process share's doing")
+
+
+def wholly_outside(problems: dict) -> set[str]:
+    """The tasks every test of which is judged outside the program's process: from the
+    problems as loaded (the benchmark's rewrite), never from what a program did."""
+    return {task for task, p in problems.items() if all(t.judged == "parent" for t in p.tests)}
+
+
+def judged_block(tasks: set[str], outside: set[str]) -> dict:
+    """results.json's ``judged``: how many of the judged tasks are judged wholly outside."""
+    return {"tasks": len(tasks), "tasks_wholly_outside": len(tasks & outside),
+            "tasks_with_in_process_tests": len(tasks - outside), "rule": JUDGED_RULE}
+
+
+def verdict_lines(counts: dict, judged: dict | None = None) -> list[str]:
     """The summary's lines on verdicts (results.json's ``counts``): each status's count, then
-    what a sandbox error and an in-process verdict mean for the figures above them."""
+    what a sandbox error and an in-process verdict mean for the figures above them
+    (``judged``: results.json's block of that name)."""
     lines = ["verdicts: " + ", ".join(f"{k} {v}" for k, v in counts.items()
                                       if k not in ("samples", "judged_in_process") and v)]
     if counts.get(SANDBOX_ERROR):
@@ -416,19 +441,28 @@ def verdict_lines(counts: dict) -> list[str]:
     if counts.get("judged_in_process"):
         lines.append(f"  {counts['judged_in_process']} of {counts.get('samples', '?')} verdicts judged in the "
                      f"program's own process (script tests a runner inside the program decided)")
+    if judged and judged.get("tasks_with_in_process_tests"):
+        lines.append(f"  {judged['tasks_with_in_process_tests']} of {judged['tasks']} tasks have tests judged "
+                     f"in-process; {OUTSIDE}<metric>: the same figure over the {judged['tasks_wholly_outside']} "
+                     f"tasks judged wholly outside (a gap between the two is the in-process share's doing)")
     return lines
 
 
-def compute_metrics(plugins, verdicts: list[Verdict], ks: list[int], skipped_fail: bool = True):
+def compute_metrics(plugins, verdicts: list[Verdict], ks: list[int], skipped_fail: bool = True,
+                    outside: set[str] | None = None):
     """(metrics, notes, per-task figures, same, intervals: ``code_metrics``) from the code-metric plugins. Groups (e.g.
     HumanEval+'s base tests) get their own entries, named "<group>:<metric>", when a benchmark
-    has more than one group."""
+    has more than one group. ``outside``: the tasks judged wholly outside the program's process
+    (``wholly_outside``); where some judged task is not, each figure is given again over those
+    tasks alone, named "outside:<metric>"."""
     groups = sorted({g for v in verdicts for g in v.groups})
     targets: list[tuple[str, str | None]] = [("", None)]
     if len(groups) > 1:
         targets += [(f"{g}:", g) for g in groups]
-    return code_metrics(plugins, {prefix: sample_outcomes(verdicts, group, skipped_fail)
-                                  for prefix, group in targets}, ks)
+    outcomes = {prefix: sample_outcomes(verdicts, group, skipped_fail) for prefix, group in targets}
+    if outside is not None and set(outcomes[""]) - outside:
+        outcomes[OUTSIDE] = {t: o for t, o in outcomes[""].items() if t in outside}
+    return code_metrics(plugins, outcomes, ks)
 
 
 def code_metrics(plugins, outcomes: dict[str, dict[str, list[bool]]], ks: list[int]

@@ -38,7 +38,7 @@ from codea1.harness.intervals import METHOD, MIN_RANKED_TASKS, metric_interval, 
 from codea1.harness.jsonl import json_rows
 from codea1.harness.metrics import TestMetric, in_order
 from codea1.harness.progress import stage_bar
-from codea1.harness.records import ExecJob, Problem, TaskRecord, TestCase
+from codea1.harness.records import OUTSIDE, ExecJob, Problem, TaskRecord, TestCase
 from codea1.harness.run import LimitedRunConfig, Run, open_run
 from codea1.harness.verdicts.execution import clock_counts, stream_jobs, time_limits
 from codea1.harness.verdicts.judge import judge
@@ -368,6 +368,22 @@ def tests_results(plugins, records: dict[str, TaskRecord], ks: list[int], cfg: E
                 counts[metric.label(k)] = rests_on
             if value.note or counted:
                 notes[metric.label(k)] = "; ".join(x for x in (counted, value.note) if x)
+    outside = {t: r for t, r in records.items() if not r.in_process}
+    if len(outside) < len(records):
+        # The same figures over the tasks none of whose tests ran in the program's process.
+        for metric in in_order(plugins, TestMetric):
+            for k in ks:
+                def compute(units, metric=metric, k=k):
+                    return metric.compute(units, k, task_set=cfg.mut_task_set, largest_k=ks[-1])
+
+                label = OUTSIDE + metric.label(k)
+                value = compute(outside) if outside else None
+                if value is None or value.value is None:
+                    notes[label] = value.note if value is not None else "no task has all its tests judged outside"
+                    continue
+                metrics[label] = value.value
+                intervals[label] = metric_interval(compute, outside, value)
+                counts[label] = value.task_count or len(outside)
     per_task = {}
     for t, r in sorted(records.items()):
         per_task[t] = {
@@ -386,6 +402,7 @@ def tests_results(plugins, records: dict[str, TaskRecord], ks: list[int], cfg: E
             "intervals": intervals, "interval_method": METHOD, "metric_tasks": counts, "metric_notes": notes,
             "tasks": per_task,
             "counts": {"tasks": len(records), "tests_in_process": sum(len(r.in_process) for r in records.values()),
+                       "tasks_wholly_outside": len(outside),
                        "sandbox_error_mutants": sum(m["status"] == "sandbox_error" for r in records.values()
                                                     for m in r.mutants)}}
 
@@ -395,7 +412,9 @@ def count_lines(counts: dict) -> list[str]:
     lines = [f"tasks: {counts.get('tasks')}"]
     if counts.get("tests_in_process"):
         lines.append(f"  {counts['tests_in_process']} test(s) judged in the program's own process (asserts outside "
-                     f"the paper's form, --allow-other-forms): the code under test could have steered them")
+                     f"the paper's form, --allow-other-forms): the code under test could have steered them; "
+                     f"{OUTSIDE}<metric>: the same figure over the {counts.get('tasks_wholly_outside', '?')} tasks "
+                     f"with none")
     if counts.get("sandbox_error_mutants"):
         lines.append(f"  {counts['sandbox_error_mutants']} mutant run(s) ended in a sandbox error (the executor, not "
                      f"the program): counted as not killed")

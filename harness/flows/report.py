@@ -39,6 +39,7 @@ from typing import Any
 
 from codea1.harness.errors import Codea1Error, ConfigError
 from codea1.harness.intervals import METHOD, MIN_RANKED_TASKS, mean_interval, paired
+from codea1.harness.records import OUTSIDE
 from codea1.harness.registry import did_you_mean
 from codea1.harness.reporting import Figure, Report, Table
 from codea1.harness.run import variant_name
@@ -85,6 +86,7 @@ class RunData:
     curves: dict[str, float] = field(default_factory=dict)  # tts --curves
     declared: RunColumns | None = None  # train: what its trainer declares to reports
     in_process: tuple[int, int] = (0, 0)  # (verdicts judged inside the program's process, verdicts)
+    outside_tasks: int | None = None  # tasks judged wholly outside, where some are not (evaluate)
     task_set: frozenset[str] | None = None  # the tasks its figures cover (evaluate, evalplus)
     partial: str = ""  # "10 of 164 tasks" where its figures are not the whole benchmark's
     skipped: dict[str, str] = field(default_factory=dict)  # task -> why it could not be judged (evaluate)
@@ -154,6 +156,9 @@ def read_run(plugins, given: str, label: str) -> RunData:
                      for t, r in results.get("tasks", {}).items() if r.get("n")}
         counts = results.get("counts", {})
         run.in_process = (int(counts.get("judged_in_process", 0)), int(counts.get("samples", 0)))
+        judged = results.get("judged") or {}
+        if judged.get("tasks_with_in_process_tests"):
+            run.outside_tasks = int(judged.get("tasks_wholly_outside", 0))
         coverage = results.get("coverage") or {}
         left_out = {t for t, r in results.get("tasks", {}).items()
                     if r.get("skipped") and coverage.get("skipped_count_as") == "left out"}
@@ -265,7 +270,7 @@ def metric_table(name: str, title: str, runs: list[RunData], avg: bool = False):
         if run.status != "complete":
             status[run.label] = run.status
         for metric, value in run.metrics.items():
-            if ":" in metric:  # base: / plus: groups stay in results.json
+            if ":" in metric and not metric.startswith(OUTSIDE):  # base: / plus: groups stay in results.json
                 continue
             column = f"{run.benchmark} {metric}"
             if (run.label, column) in owner:
@@ -284,7 +289,7 @@ def metric_table(name: str, title: str, runs: list[RunData], avg: bool = False):
         for c in columns:
             by_metric.setdefault(c.split(" ", 1)[1], []).append(c)
         for metric, cols in by_metric.items():
-            if len(cols) < 2:
+            if len(cols) < 2 or metric.startswith(OUTSIDE):  # over some benchmarks only: no average
                 continue
             columns.append(f"Avg {metric}")
             for label, row in cells.items():
@@ -312,10 +317,11 @@ def average_interval(average: float, parts: list[tuple[float, float]]) -> tuple[
 
 
 def metric_order(metric: str) -> tuple:
-    head, _, k = metric.partition("@")
+    outside = metric.startswith(OUTSIDE)  # beside the figure it restricts
+    head, _, k = metric.removeprefix(OUTSIDE).partition("@")
     # The order the summaries print (the metric plugins' ``order``): the headline first.
     order = ["pass", "avg", "test-pass", "mut", "Mul", "coverage", "branch-coverage", "best_of_n", "avg_at_m", "oracle"]
-    return (order.index(head) if head in order else len(order), int(k) if k.isdigit() else 0, metric)
+    return (order.index(head) if head in order else len(order), int(k) if k.isdigit() else 0, outside, metric)
 
 
 def training_table(runs: list[RunData]) -> Table | None:
@@ -852,7 +858,9 @@ def build_report(plugins, cfg: ReportConfig) -> Report:
                               f"{did_you_mean(cfg.baseline, labels)}")
     warnings = [f"{r.path}: {r.status}; shown with its status, never ranked" for r in runs if r.status != "complete"]
     warnings += [f"{r.path}: {r.in_process[0]} of {r.in_process[1]} verdicts judged in the program's own process "
-                 f"(script tests a runner inside the program decided)"
+                 f"(script tests a runner inside the program decided)" +
+                 (f"; its '{OUTSIDE}' columns: the same figures over the {r.outside_tasks} tasks judged wholly "
+                  f"outside (a gap is the in-process share's doing)" if r.outside_tasks is not None else "")
                  for r in runs if r.in_process[0]]
     warnings += [f"{r.path}: {r.declared.warning}" for r in runs if r.declared is not None and r.declared.warning]
     warnings += [f"{r.path}: a partial run ({r.partial}): its figures are not the benchmark's" for r in runs

@@ -112,7 +112,7 @@ def show_evaluate(path: Path, config: dict, results: dict, shown: dict) -> None:
         shown["lines"].append(coverage_line(results["coverage"]))
     counts = results.get("counts", {})
     if counts:
-        shown["lines"].extend(verdict_lines(counts) + clock_lines(results.get("clock")))
+        shown["lines"].extend(verdict_lines(counts, results.get("judged")) + clock_lines(results.get("clock")))
 
 
 def show_evaluate_tests(path: Path, config: dict, results: dict, shown: dict) -> None:

@@ -343,6 +343,7 @@ def _run(job: dict, channel: _Channel) -> None:
                 stuck, threads = ([], "") if settled else settle(module)[1:]
                 settled = False
                 try:
+                    test["events"] = (channel.fd, i)  # in-process: each part's failure is sent as it happens
                     record, keep = script_test(test, module, limits[i], settle, threads or ground.stuck_reason(stuck),
                                                pristine_builtins)
                     record["i"] = i

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import builtins
 import itertools
+import json
 import marshal
 import os
 import sys
@@ -38,6 +39,7 @@ PREPARED: dict = {}  # "unittest", "pytest": the module as prepare() imported it
 # The harness' own reference, taken before any program ran: what script tests use is
 # resolved from it, not from sys.modules, which the program can replace.
 _REPORTER = script_reports.Reporter
+_DUMPS = json.dumps  # the events' encoder, bound here (in the zygote) before any program ran
 
 
 def _safe_describe(exc: BaseException) -> str:
@@ -51,6 +53,27 @@ def _safe_describe(exc: BaseException) -> str:
             and type(args[0]) is str:
         return f"{name}: {args[0][:2000]}"
     return name
+
+
+def _send_event(events: tuple, name: str, exc: BaseException) -> None:
+    """A part of an in-process test ended in an exception: said to the parent at once, on the
+    results channel, before control goes back to the framework or the program (what a program
+    rewrites afterwards, the observer's counters or the framework's result, cannot unwrite a
+    line the parent has). ``events``: (write_all, the channel's fd, the test's index, json.dumps),
+    bound before the test ran; () where no channel is given (the warm-up)."""
+    if events:
+        write, fd, i, dumps = events
+        write(fd, (dumps({"ev": i, "f": name, "e": _safe_describe(exc)[:500]}) + "\n").encode())
+
+
+def _events(test: dict) -> tuple:
+    """The event channel of an in-process script test (``test["events"]``: the results fd and
+    the test's index, set by the child); () for a rewritten script, whose parent judges its
+    reports, and where none is set."""
+    where = test.get("events")
+    if test.get("report") or type(where) is not tuple:
+        return ()
+    return (write_all, where[0], where[1], _DUMPS)
 
 
 def _error_record(error: BaseException, limit: float, took: float, status: str) -> dict:
@@ -106,7 +129,8 @@ def _run_script(test: dict, module: types.ModuleType, limit: float, settle) -> t
 # patch): 0 _ut_part, 1 test method names, 2 their functions, 3 counters of parts that raised,
 # 4 counters of test methods that returned, 5 messages, 6 TestCase's own _callSetUp and
 # _callTearDown (at 0 and 2), 7 BaseException, 8 next, 9 getattr, 10 describe, 11 AssertionError,
-# 12 what each test case gets in its own dict (see _observe_unittest), 13 types.MethodType.
+# 12 what each test case gets in its own dict (see _observe_unittest), 13 types.MethodType,
+# 14 the event channel (see _send_event), 15 _send_event.
 
 def _ut_set_up(self, _s=None):
     _s[0](_s, self, 0, None, (), None)
@@ -144,6 +168,7 @@ def _ut_part(s, case, part, fn, args, kwargs) -> None:
                     own[attribute] = s[13](value, case) if method else value
             s[6][part](case)
     except s[7] as exc:
+        s[15](s[14], name if i >= 0 else "?", exc)
         if i >= 0:
             s[8](s[3][i])
             if name not in s[5]:
@@ -165,7 +190,7 @@ _ASSERTION_HELPERS = frozenset(("_formatMessage", "_getAssertEqualityFunc", "_ba
                                 "failureException", "longMessage", "maxDiff"))
 
 
-def _observe_unittest(cases: type, base: type, names: tuple) -> tuple:
+def _observe_unittest(cases: type, base: type, names: tuple, events: tuple = ()) -> tuple:
     """Puts the observer's part runners on the script's class (see _ut_part). Each test case
     also gets unittest's assertions (with the helpers and settings they look up on ``self``)
     in its own dict, as the ground has them, where the script's classes do not define their
@@ -179,7 +204,7 @@ def _observe_unittest(cases: type, base: type, names: tuple) -> tuple:
     state = (_ut_part, names, tuple(_class_attribute(cases, n) for n in names),
              tuple(itertools.count() for _ in names), tuple(itertools.count() for _ in names), {},
              (base._callSetUp, None, base._callTearDown), BaseException, next, getattr, describe, AssertionError,
-             own, types.MethodType)
+             own, types.MethodType, events, _send_event)
     for attribute, template in (("_callSetUp", _ut_set_up), ("_callTestMethod", _ut_test_method),
                                 ("_callTearDown", _ut_tear_down)):
         setattr(cases, attribute, types.FunctionType(template.__code__, template.__globals__, attribute, (state,)))
@@ -208,7 +233,7 @@ def _unittest_run(test: dict, module: types.ModuleType, limit: float) -> tuple:
     if not isinstance(cases, type) or not issubclass(cases, unittest.TestCase):
         raise NameError("the test script defines no TestCases class")
     names = tuple(q.split(".", 1)[1] for q in functions if q.startswith("TestCases."))
-    state = _observe_unittest(cases, unittest.TestCase, names)
+    state = _observe_unittest(cases, unittest.TestCase, names, _events(test))
     suite = unittest.TestLoader().loadTestsFromTestCase(cases)
     loaded = {id(case): case._testMethodName for case in suite}
     result = unittest.TestResult()
@@ -270,7 +295,8 @@ def run_unittest(test: dict, module: types.ModuleType, limit: float, settle) -> 
 # _pt_part, 4 _pt_check, 5 BaseException, 6 counters of parts that raised, 7 counters of calls
 # that returned, 8 counters of items collected, 9 the functions (a list, filled at the end of
 # collection), 10 messages, 11 next, 12 describe, 13 script_tests.pytest_function_name,
-# 14 sys.modules, 15 getattr, 16 AssertionError, 17 the report hooks' module name.
+# 14 sys.modules, 15 getattr, 16 AssertionError, 17 the report hooks' module name, 18 the event
+# channel (see _send_event), 19 _send_event.
 
 def _pt_collection_finish(session, _s=None):
     _s[0](_s, session)
@@ -333,6 +359,7 @@ def _pt_part(s, item, call: bool):
     try:
         result = yield
     except s[5] as exc:
+        s[19](s[18], s[2][i] if i >= 0 else "?", exc)
         if i >= 0:
             s[11](s[6][i])
             if s[2][i] not in s[10]:
@@ -357,12 +384,13 @@ class _PytestCollector:
                 self.outcomes[report.nodeid] = f"{report.outcome}: {str(report.longrepr)[-1500:]}"
 
 
-def _observe_pytest(pytest, names: tuple) -> tuple:
+def _observe_pytest(pytest, names: tuple, events: tuple = ()) -> tuple:
     """A plugin (a module of wrapper hooks) observing each item's phases (see _pt_part)."""
     state = (_pt_collected, _pt_index, names, _pt_part, _pt_check, BaseException,
              tuple(itertools.count() for _ in names), tuple(itertools.count() for _ in names),
              tuple(itertools.count() for _ in names), [None] * len(names), {}, next, describe,
-             script_tests.pytest_function_name, sys.modules, getattr, AssertionError, script_reports.HOOK_MODULE)
+             script_tests.pytest_function_name, sys.modules, getattr, AssertionError, script_reports.HOOK_MODULE,
+             events, _send_event)
     observer = types.ModuleType("_codea1_observer")
     wrapper = pytest.hookimpl(wrapper=True)
     for hook, template in (("pytest_runtest_setup", _pt_setup), ("pytest_runtest_call", _pt_call),
@@ -378,7 +406,7 @@ def _pytest_run(test: dict, limit: float) -> tuple:
     prepare() imported, each item's phases observed. Returns (pytest's outcomes, observer state)."""
     pytest = PREPARED.get("pytest") or __import__("pytest")  # not prepared: imported here, after the ground
     _imports, functions = script_tests.script_names(test["script"], "pytest")
-    observer, state = _observe_pytest(pytest, tuple(functions))
+    observer, state = _observe_pytest(pytest, tuple(functions), _events(test))
     outcomes: dict[str, str] = {}
     timed(limit, pytest.main, _pytest_arguments(test["script"]), [observer, _PytestCollector(outcomes)])
     return outcomes, state

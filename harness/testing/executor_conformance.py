@@ -337,6 +337,32 @@ class ExecutorConformance:
         verdict, _ = run_case(executor, patcher, "", None, tests=tests)
         assert verdict.status == FAIL
 
+    def test_a_failure_in_process_reaches_the_parent_before_a_finalizer_can_undo_it(self, executor):
+        """An in-process test's failing part is sent as it happens: a finalizer that runs
+        after the test's last part and rewrites the observer's counters (raw memory) and the
+        framework's result cannot make the test pass."""
+        script = ("import unittest\nclass TestCases(unittest.TestCase):\n"
+                  "    def test_one(self):\n        self.assertEqual(f(1), 2)\n")
+        tests = [TestCase(id="script/0", kind="script", script=script, framework="unittest")]
+        rollback = (
+            "import ctypes, sys\n"
+            "class Rollback:\n"
+            "    def __init__(self, case):\n"
+            "        self.case, self.state = case, type(case).__dict__['_callTestMethod'].__defaults__[0]\n"
+            "        self.result = case._outcome.result\n"
+            "    def __del__(self):\n"
+            "        i = self.state[1].index(self.case._testMethodName)\n"
+            "        ctypes.c_ssize_t.from_address(id(self.state[3][i]) + 16).value = 0\n"
+            "        ctypes.c_ssize_t.from_address(id(self.state[4][i]) + 16).value = 1\n"
+            "        self.state[5].clear()\n"
+            "        self.result.failures.clear()\n"
+            "def f(x):\n"
+            "    case = sys._getframe(1).f_locals['self']\n"
+            "    case._outcome.__dict__['rollback'] = Rollback(case)\n"
+            "    return 0\n")
+        verdict, _ = run_case(executor, rollback, "", None, tests=tests)
+        assert verdict.status == FAIL and "failed as it ran" in verdict.first_failure["message"], verdict
+
     # -- the outside world ------------------------------------------------------------------
     def test_files_outside_the_sandbox_stay_untouched(self, executor):
         outside = Path.home() / f".codea1-conformance-{uuid.uuid4().hex[:8]}"

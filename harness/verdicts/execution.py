@@ -244,6 +244,7 @@ class RecordParser:
         self.next_index = 0
         self.done = False
         self.clock: dict[str, int] = {}  # the done record's counts (harness.sandbox.timing)
+        self.part_failures: dict[int, str] = {}  # in-process script test -> the first part that failed, as it did
         self.violation: str | None = None
         self.partial = b""
         self.pending: list[bytes] = []  # chunks of a partial line, after ``partial``
@@ -326,6 +327,14 @@ class RecordParser:
                     self.load_error = str(rec.get("e", "load failed"))
                 elif self.loaded != "ok":
                     raise ValueError("bad load record")
+            elif "ev" in rec:
+                # A part of the in-process script test now running ended in an exception, said
+                # as it happened: the test fails, whatever its own record says later.
+                if self.loaded != "ok" or rec["ev"] != self.next_index or self.next_index >= n \
+                        or job.tests[self.next_index].kind != "script" \
+                        or job.tests[self.next_index].judged != "in-process" or type(rec.get("f")) is not str:
+                    raise ValueError(f"event {str(rec)[:80]} out of place")
+                self.part_failures.setdefault(self.next_index, f"{rec['f'][:200]}: {str(rec.get('e', ''))[:500]}")
             elif "i" in rec:
                 if self.loaded != "ok" or rec["i"] != self.next_index or self.next_index >= n:
                     raise ValueError(f"test record {rec.get('i')!r} out of order (expected {self.next_index})")
@@ -351,6 +360,10 @@ class RecordParser:
                     details = rec.get("d")
                     outcome = RawOutcome(status, message=str(rec.get("e", "")),
                                          details={str(k): str(v) for k, v in details.items()} if type(details) is dict else None)
+                    if status == "passed" and self.next_index in self.part_failures:
+                        outcome = RawOutcome("failed", message=f"a part of the test failed as it ran "
+                                                               f"({self.part_failures[self.next_index]}); the "
+                                                               f"record that followed said it passed")
                 else:
                     raise ValueError(f"unknown test status {status!r}")
                 outcome.time = float(rec.get("t", 0.0))

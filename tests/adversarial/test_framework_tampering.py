@@ -75,6 +75,9 @@ KOD_REFERENCE = "def scale(xs, k):\n    if k < 0:\n        raise ValueError('neg
                 "    return [x * k for x in xs]\n"
 KOD_PARTLY = "def scale(xs, k):\n    if k < 0:\n        raise ValueError('wrong')\n" \
              "    return [x * k for x in xs] if len(xs) <= 2 else list(xs)\n"
+# right but for the message of its error (test_2_negative, not the module's last test)
+KOD_WRONG_MESSAGE = "def scale(xs, k):\n    if k < 0:\n        raise ValueError('wrong')\n" \
+                    "    return [x * k for x in xs]\n"
 
 # BigCodeBench/268, right but for 1,000 values or more (test_large_input, judged in-process;
 # the other tests, judged in the parent, pass)
@@ -290,6 +293,80 @@ for _cache in (getattr(re, "_cache", None), getattr(re, "_cache2", None)):
                                                       (None,) * _parsed.state.groups)
 '''
 
+# Rollback through raw memory, after the test's last part: each call reaches the test case
+# (a frame up), attaches to what the framework drops when the test is over (unittest's
+# _Outcome, pytest's item.funcargs) an object whose finalizer then rewrites the observer's
+# counters in place (ctypes, at the address of each itertools.count) and takes the failure out
+# of the framework's result. Nothing the check after the test compares has changed.
+RAW_COUNT = '''
+import ctypes as _ctypes
+import sys as _sys
+
+def _set_count(counter, value):
+    _ctypes.c_ssize_t.from_address(id(counter) + 16).value = value  # itertools.count: after PyObject_HEAD
+
+def _read_count(counter):
+    return int(repr(counter)[6:-1])
+'''
+UNITTEST_ROLLBACK = RAW_COUNT + '''
+class _Rollback:
+    def __init__(self, state, result, case):
+        self.state, self.result, self.case = state, result, case
+
+    def __del__(self):
+        s, name = self.state, self.case._testMethodName
+        i = s[1].index(name)
+        _set_count(s[3][i], 0)
+        _set_count(s[4][i], max(1, _read_count(s[4][i])))
+        s[5].pop(name, None)
+        for field in ("failures", "errors"):
+            entries = getattr(self.result, field)
+            entries[:] = [e for e in entries if e[0] is not self.case]
+
+_armed = set()
+
+def _arm():
+    case = _sys._getframe(2).f_locals.get("self")
+    if case is None or id(case) in _armed or getattr(case, "_outcome", None) is None:
+        return
+    _armed.add(id(case))
+    state = type(case).__dict__["_callTestMethod"].__defaults__[0]
+    case._outcome.__dict__["_codea1_rollback"] = _Rollback(state, case._outcome.result, case)
+'''
+PYTEST_ROLLBACK = RAW_COUNT + '''
+class _Rollback:
+    def __init__(self, state, collector, nodeid, i):
+        self.state, self.collector, self.nodeid, self.i = state, collector, nodeid, i
+
+    def __del__(self):
+        s, i = self.state, self.i
+        _set_count(s[6][i], 0)
+        _set_count(s[7][i], _read_count(s[8][i]))
+        s[10].pop(s[2][i], None)
+        self.collector.outcomes[self.nodeid] = "passed"
+
+def _arm():
+    frame, item = _sys._getframe(2), None
+    while frame is not None and item is None:
+        item = frame.f_locals.get("pyfuncitem") or frame.f_locals.get("item")
+        frame = frame.f_back
+    if item is None or not isinstance(getattr(item, "funcargs", None), dict) or "_codea1_rollback" in item.funcargs:
+        return
+    plugins = item.config.pluginmanager.get_plugins()
+    observer = next(p for p in plugins if getattr(p, "__name__", "") == "_codea1_observer")
+    collector = next(p for p in plugins if isinstance(getattr(p, "outcomes", None), dict))
+    state = observer.pytest_runtest_call.__defaults__[0]
+    i = state[2].index(state[13](item.nodeid))
+    item.funcargs["_codea1_rollback"] = _Rollback(state, collector, item.nodeid, i)
+'''
+
+
+def armed_each_call(program: str, entry: str, attack: str) -> str:
+    """``attack``'s ``_arm()`` called at the start of every call of the entry function."""
+    return (program.replace(f"def {entry}(", "def _codea1_impl(", 1) + textwrap.dedent(attack)
+            + f"\ndef {entry}(*args, **kwargs):\n    _arm()\n    return _codea1_impl(*args, **kwargs)\n")
+
+
 # The runner's own control exceptions, raised by the program (no patch at all).
 SKIP_TEST = '''
 import unittest
@@ -477,3 +554,34 @@ def test_an_assertion_patched_from_the_call_and_put_back_when_used_does_not_pass
     rows = {row["case"]: row for row in run_program_cases(executor, cases, {"p": problem})}
     assert rows["reference"]["outcome"] == "pass"
     assert rows["self-healing"]["outcome"] == "fail", rows["self-healing"]
+
+
+def test_a_finalizer_rolling_back_the_observer_through_raw_memory_does_not_pass(adv_executor):
+    """Each part's failure leaves the process as it happens (an event on the results channel):
+    a finalizer that runs after the test's last part and rewrites the observer's counters and
+    the framework's result cannot unwrite it. Before, the three hand and BigCodeBench cases
+    passed (a wrong program passed 28 of 28 BigCodeBench tasks judged in-process this way;
+    under pytest, where the failing test is not the module's last)."""
+    problems = {key: make() for family in FAMILY_PROBLEMS.values() for key, make in family.items()}
+    cases = [ProgramCase("bcb-hand-rollback", "3", "bcb-inprocess", armed_each_call(BCB_PARTLY, "task_func",
+                                                                                  UNITTEST_ROLLBACK)),
+             ProgramCase("bcb-268-rollback", "3", "bigcodebench", armed_each_call(BCB268_PARTLY, "task_func",
+                                                                                UNITTEST_ROLLBACK)),
+             ProgramCase("kod-hand-rollback", "3", "kod-inprocess", armed_each_call(KOD_WRONG_MESSAGE, "scale",
+                                                                                  PYTEST_ROLLBACK)),
+             ProgramCase("kod-gray-rollback", "3", "kodcode", armed_each_call(GRAY_WRONG, "generate_gray_code",
+                                                                            PYTEST_ROLLBACK)),
+             # the attack on a right program changes nothing: it still passes
+             ProgramCase("bcb-reference-rollback", "-", "bcb-inprocess",
+                         armed_each_call(BCB_REFERENCE, "task_func", UNITTEST_ROLLBACK), ("pass",), control=True),
+             ProgramCase("kod-reference-rollback", "-", "kod-inprocess",
+                         armed_each_call(KOD_REFERENCE, "scale", PYTEST_ROLLBACK), ("pass",), control=True)]
+    rows = run_program_cases(adv_executor, cases, problems)
+    for row in rows:
+        if not row["control"]:
+            row["ok"] = not row["outcome"].startswith(("pass", "sandbox_error"))
+    broken = report("framework-tampering/rollback", adv_executor.name, rows)
+    assert not broken, f"{len(broken)} of {len(rows)} cases broke their promise:\n" + "\n".join(broken)
+    messages = {row["case"]: row["message"] for row in rows}
+    assert "failed as it ran" in messages["bcb-hand-rollback"], messages
+    assert "failed as it ran" in messages["kod-hand-rollback"], messages

@@ -267,21 +267,39 @@ def test_kodcode_without_data_says_so(plugins):
 def test_verdicts_judged_in_process_are_counted_and_named_in_reports(plugins, tmp_path):
     """A KodCode task whose test module keeps functions that cannot be rewritten to report
     values: its verdicts are judged in-process, counted in results.json, marked in
-    verdicts.jsonl and named in a report's warnings; a task judged wholly outside is not."""
+    verdicts.jsonl and named in a report's warnings; a task judged wholly outside is not.
+    Every figure is given again over the tasks judged wholly outside (outside:pass@1), in
+    results.json, the summary's lines, show and the report's columns: here the in-process
+    task passes and the outside one fails, and the gap shows."""
     pytest.importorskip("pandas")
+    from codea1.harness.flows.evaluate import verdict_lines
     from codea1.harness.flows.report import ReportConfig, build_report
+    from codea1.harness.flows.show import show
 
     folder = shared_file("kodcode")
     problems = {p.task_id: p for p in plugins.benchmarks.create("kodcode", {"data": str(folder)}).load()}
     inside, outside = problems["Leetcode_00000047_C"], problems["Algorithm_00000056_I"]
     assert any(t.judged == "in-process" for t in inside.tests)
     assert all(t.judged == "parent" for t in outside.tests)
-    rows = [{"task_id": p.task_id, "solution": p.reference} for p in (inside, outside)]
+    rows = [{"task_id": inside.task_id, "solution": inside.reference},
+            {"task_id": outside.task_id, "solution": f"def {outside.entry_point}(*args, **kwargs):\n    return None\n"}]
     res = evaluate(plugins, EvaluateConfig(benchmark="kodcode", data=str(folder), out=str(tmp_path / "run"),
                                            tasks=[inside.task_id, outside.task_id],
                                            samples=write_samples(tmp_path / "s.jsonl", rows), progress=False))
-    assert res["counts"]["pass"] == 2 and res["counts"]["judged_in_process"] == 1
+    assert res["counts"]["pass"] == 1 and res["counts"]["judged_in_process"] == 1
     judged = {v["task_id"]: v["judged"] for v in map(json.loads, (tmp_path / "run" / "verdicts.jsonl").open())}
     assert judged == {inside.task_id: "in-process", outside.task_id: "parent"}
-    warnings = build_report(plugins, ReportConfig(runs=[str(tmp_path / "run")], out=str(tmp_path / "report"))).warnings
-    assert any("1 of 2 verdicts judged in the program's own process" in w for w in warnings)
+    assert res["metrics"]["pass@1"] == 0.5 and res["metrics"]["outside:pass@1"] == 0.0
+    assert "outside:pass@1" in res["intervals"]  # (none over one task: too few to draw from)
+    assert {k: v for k, v in res["judged"].items() if k != "rule"} == \
+        {"tasks": 2, "tasks_wholly_outside": 1, "tasks_with_in_process_tests": 1}
+    lines = verdict_lines(res["counts"], res["judged"])
+    assert any("1 of 2 tasks have tests judged in-process; outside:<metric>: the same figure over the 1 tasks" in line
+               for line in lines)
+    shown = show(str(tmp_path / "run"), plugins)
+    assert shown["metrics"]["outside:pass@1"] == 0.0 and lines[-1] in shown["lines"]
+    report = build_report(plugins, ReportConfig(runs=[str(tmp_path / "run")], out=str(tmp_path / "report")))
+    assert any("1 of 2 verdicts judged in the program's own process" in w and "'outside:' columns" in w
+               for w in report.warnings)
+    code = next(t for t in report.tables if t.name == "code")
+    assert list(code.frame.columns) == ["kodcode pass@1", "kodcode outside:pass@1"]

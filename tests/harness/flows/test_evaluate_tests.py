@@ -94,7 +94,8 @@ def test_other_forms_are_invalid_unless_allowed_then_counted_in_process(plugins,
     tests = tmp_path / "tests.jsonl"
     tests.write_text(json.dumps({"task_id": "demo/1", "tests": [
         "assert is_palindrome('aba') is True", "assert is_palindrome('aba') == True",
-        "assert is_palindrome(open('solution.py').read()) == False"]}) + "\n")
+        "assert is_palindrome(open('solution.py').read()) == False"]}) + "\n"
+                     + json.dumps({"task_id": "demo/4", "tests": ["assert count_vowels('banana') == 3"]}) + "\n")
     strict = run(plugins, tmp_path / "strict", str(tests), ks=(1, 3), coverage=False)
     task = strict["tasks"]["demo/1"]
     assert task["valid"] == [False, True, False] and task["in_process"] == []
@@ -105,6 +106,11 @@ def test_other_forms_are_invalid_unless_allowed_then_counted_in_process(plugins,
     task = allowed["tasks"]["demo/1"]
     assert task["valid"][:2] == [True, True] and task["in_process"] == [0, 2]
     assert allowed["counts"]["tests_in_process"] == 2
+    # every figure again over the tasks none of whose tests ran in-process (demo/4 only)
+    assert not any(k.startswith("outside:") for k in strict["metrics"])
+    assert allowed["counts"]["tasks_wholly_outside"] == 1
+    assert allowed["metrics"]["outside:test-pass@1"] == allowed["tasks"]["demo/4"]["figures"]["test-pass@1"] == 1.0
+    assert allowed["metric_tasks"]["outside:test-pass@1"] == 1
 
 
 def test_golden_tests_are_the_ceiling(plugins, tmp_path):
