@@ -341,11 +341,14 @@ def summarise(run: Run, cfg: EvaluateConfig, samples: list[CodeSample], log: Ver
     outside = wholly_outside(run.problems)
     metrics, notes, per_task, same, intervals = compute_metrics(run.plugins, verdicts, cfg.k,
                                                                 skipped_fail=not cfg.exclude_skipped, outside=outside)
-    scored = len({v.task_id for v in verdicts if not cfg.exclude_skipped or v.status != SKIPPED})
-    if scored < MIN_RANKED_TASKS:  # shown, and said to be too few to compare on
-        for label in metrics:
-            if metrics[label] is not None and label not in same:
-                notes[label] = "; ".join(x for x in (f"{over_tasks(scored)}: too few to rank", notes.get(label)) if x)
+    scored_tasks = {v.task_id for v in verdicts if not cfg.exclude_skipped or v.status != SKIPPED}
+    scored, scored_outside = len(scored_tasks), len(scored_tasks & outside)
+    # the tasks a figure rests on, where fewer than the run's (the outside: figures)
+    metric_tasks = {label: scored_outside for label in metrics if label.startswith(OUTSIDE)}
+    for label in metrics:  # shown, and said to be too few to compare on
+        rests_on = metric_tasks.get(label, scored)
+        if rests_on < MIN_RANKED_TASKS and metrics[label] is not None and label not in same:
+            notes[label] = "; ".join(x for x in (f"{over_tasks(rests_on)}: too few to rank", notes.get(label)) if x)
     counts = {status: 0 for status in VERDICT_STATUSES}
     for v in verdicts:
         counts[v.status] = counts.get(v.status, 0) + 1
@@ -369,7 +372,7 @@ def summarise(run: Run, cfg: EvaluateConfig, samples: list[CodeSample], log: Ver
             "executor": cfg.executor,
             "coverage": task_coverage(run, cfg, {s.task_id for s in samples}, skipped, dropped,
                                       exclude_skipped=cfg.exclude_skipped),
-            "metrics": metrics, "intervals": intervals,
+            "metrics": metrics, "intervals": intervals, "metric_tasks": metric_tasks,
             "interval_method": METHOD, "metric_notes": notes, "metric_same": same,
             "counts": {"samples": len(verdicts), **counts},
             "judged": judged_block(judged_tasks, outside),

@@ -291,6 +291,7 @@ def test_verdicts_judged_in_process_are_counted_and_named_in_reports(plugins, tm
     assert judged == {inside.task_id: "in-process", outside.task_id: "parent"}
     assert res["metrics"]["pass@1"] == 0.5 and res["metrics"]["outside:pass@1"] == 0.0
     assert "outside:pass@1" in res["intervals"]  # (none over one task: too few to draw from)
+    assert res["metric_tasks"]["outside:pass@1"] == 1 and "too few to rank" in res["metric_notes"]["outside:pass@1"]
     assert {k: v for k, v in res["judged"].items() if k != "rule"} == \
         {"tasks": 2, "tasks_wholly_outside": 1, "tasks_with_in_process_tests": 1}
     lines = verdict_lines(res["counts"], res["judged"])
