@@ -614,8 +614,9 @@ def elementwise(op, left: Any, right: Any) -> list:
 
 
 def _spread(items: list, shape: tuple, target: tuple) -> list:
-    """The items of an array of ``shape`` repeated along its length-1 axes to ``target`` (no
-    larger than ``items`` times what the repeats add; axes of length 1 in both cost nothing)."""
+    """The items of an array of ``shape`` repeated along its length-1 axes to ``target``: the
+    offsets are built axis by axis, so the cost is the target's size (axes of length 1 in both
+    cost nothing, however many)."""
     strides, step = [], 1
     for n in reversed(shape):
         strides.append(step)
