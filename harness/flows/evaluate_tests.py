@@ -347,43 +347,40 @@ def tests_results(plugins, records: dict[str, TaskRecord], ks: list[int], cfg: E
     records = dict(sorted(records.items()))  # sums in task order: the same figures, to the last bit, every run
     metrics, notes, intervals, counts = {}, {}, {}, {}
     figures: dict[str, dict[str, float]] = {t: {} for t in records}  # per task: each figure a metric gives it
-    for metric in in_order(plugins, TestMetric):
-        for k in ks:
-            def compute(units, metric=metric, k=k):
-                return metric.compute(units, k, task_set=cfg.mut_task_set, largest_k=ks[-1])
-
-            value = compute(records)
-            metrics[metric.label(k)] = value.value
-            intervals[metric.label(k)] = metric_interval(compute, records, value)
-            for t, figure in value.per_task.items():
-                figures[t][metric.label(k)] = figure
-            # A figure over some of the tasks says over how many (mut@k: those whose first k
-            # tests are all valid; coverage: where it was measured).
-            counted = f"over {value.task_count} of {len(records)} tasks" \
-                if value.value is not None and 0 < value.task_count < len(records) else ""
-            rests_on = value.task_count or len(records)
-            if value.value is not None and rests_on < MIN_RANKED_TASKS:
-                counted = (counted or over_tasks(rests_on)) + ": too few to rank"
-            if value.value is not None:
-                counts[metric.label(k)] = rests_on
-            if value.note or counted:
-                notes[metric.label(k)] = "; ".join(x for x in (counted, value.note) if x)
     outside = {t: r for t, r in records.items() if not r.in_process}
-    if len(outside) < len(records):
-        # The same figures over the tasks none of whose tests ran in the program's process.
+    # Every figure over all tasks, and where some tasks have tests judged in the program's
+    # process, again over the others (outside:<metric>), with the same notes.
+    targets = [("", records)] + ([(OUTSIDE, outside)] if len(outside) < len(records) else [])
+    for prefix, units_all in targets:
         for metric in in_order(plugins, TestMetric):
             for k in ks:
                 def compute(units, metric=metric, k=k):
                     return metric.compute(units, k, task_set=cfg.mut_task_set, largest_k=ks[-1])
 
-                label = OUTSIDE + metric.label(k)
-                value = compute(outside) if outside else None
-                if value is None or value.value is None:
-                    notes[label] = value.note if value is not None else "no task has all its tests judged outside"
+                label = prefix + metric.label(k)
+                if not units_all:
+                    notes[label] = "no task has all its tests judged outside"
+                    continue
+                value = compute(units_all)
+                if prefix and value.value is None:
+                    notes[label] = value.note
                     continue
                 metrics[label] = value.value
-                intervals[label] = metric_interval(compute, outside, value)
-                counts[label] = value.task_count or len(outside)
+                intervals[label] = metric_interval(compute, units_all, value)
+                if not prefix:
+                    for t, figure in value.per_task.items():
+                        figures[t][label] = figure
+                # A figure over some of the tasks says over how many (mut@k: those whose first
+                # k tests are all valid; coverage: where it was measured).
+                counted = f"over {value.task_count} of {len(units_all)} tasks" \
+                    if value.value is not None and 0 < value.task_count < len(units_all) else ""
+                rests_on = value.task_count or len(units_all)
+                if value.value is not None and rests_on < MIN_RANKED_TASKS:
+                    counted = (counted or over_tasks(rests_on)) + ": too few to rank"
+                if value.value is not None:
+                    counts[label] = rests_on
+                if value.note or counted:
+                    notes[label] = "; ".join(x for x in (counted, value.note) if x)
     per_task = {}
     for t, r in sorted(records.items()):
         per_task[t] = {
