@@ -80,3 +80,22 @@ def test_bench_logprob_memory_runs_both_ways_and_reports_their_peaks(tmp_path):
     assert lines[0].startswith("update of 2 responses of 16 + 32 tokens, vocabulary 4,096")
     assert [line.split()[0] for line in lines[1:3]] == ["chunked", "full"]
     assert "memory above the model" in lines[3]
+
+
+def test_bench_decode_times_each_decode_path_against_its_bound_on_cpu(tmp_path):
+    out = tmp_path / "bench"
+    run = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench_decode.py"), "--shape", "tiny",
+                          "--device", "cpu", "--decode", "eager", "graph", "nonsense", "--max-tokens", "24",
+                          "--prompts", "3", "-n", "2", "--out", str(out)],
+                         capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    rows = json.loads((out / "decode.json").read_text())["rows"]
+    assert [(r["decode"], r["max_tokens"]) for r in rows] == [("eager", 24), ("graph", 24), ("nonsense", 24)]
+    for row in rows[:2]:
+        assert "error" not in row, row
+        assert row["sequences"] == 6 and 0 < row["generated"] <= 6 * 24 and row["info"]["decode"] == row["decode"]
+        assert row["step_ms"] > 0 and row["bound_ms"] > 0
+        assert row["x_bound"] == pytest.approx(row["step_ms"] / row["bound_ms"], rel=0.01)
+        assert row.get("gpu_busy") is None and "peak_gb" not in row  # CPU: n/a
+    assert "option 'decode' must be one of" in rows[2]["error"]  # a failing row is said, the others run
+    assert "nonsense" in run.stdout and "error" in run.stdout

@@ -14,9 +14,11 @@ per call:
 
 - ``transformers`` (default): the policy model itself; prompts bucketed by length into
   batches of ``generation_batch`` sequences (0: from the free device memory); ``decode``
-  ``eager`` (finished sequences leave the batch; ``auto`` on a CPU) or ``compiled`` (a
-  static KV cache, the decode step compiled with CUDA graphs; ``auto`` on CUDA, where the
-  eager loop is CPU-bound: docs/performance.md has the figures); either way each
+  ``eager`` (finished sequences leave the batch; ``auto`` on a CPU), ``graph`` (a static KV
+  cache, each step a replayed CUDA graph, no host round trip per token; ``auto`` on CUDA,
+  where the eager loop is CPU-bound: docs/performance.md has the figures),
+  ``graph-compiled`` (the same, the forward fused by torch.compile) or ``compiled``
+  (transformers' generate with its compiled step); in every case each
   distinct prompt of a batch is read into the KV cache once for all its samples. Each
   response then gets its per-token log-probabilities from a forward pass of the policy
   (logits divided by the sampling temperature, the distribution it was drawn from), in
@@ -86,6 +88,8 @@ from codea1.trainers.backends.model_source import local_model, offline_error
 from codea1.trainers.backends.policy_update import PolicyUpdateOptions, Rollout
 from codea1.trainers.backends.rollouts import ENGINES, engine_class, padded, sequences_that_fit
 
+DECODES = ("auto", "eager", "compiled", "graph", "graph-compiled")  # the transformers engine's decode paths
+
 
 @dataclass
 class TorchBackendOptions(PolicyUpdateOptions):
@@ -111,8 +115,10 @@ class TorchBackendOptions(PolicyUpdateOptions):
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise ValueError(f"option 'rollout_engine' must be one of {', '.join(ENGINES)}, not "
                              f"{self.rollout_engine!r}{hint}")
-        if self.decode not in ("auto", "eager", "compiled"):
-            raise ValueError(f"option 'decode' must be auto, eager or compiled, not {self.decode!r}")
+        if self.decode not in DECODES:
+            close = difflib.get_close_matches(self.decode, DECODES, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ValueError(f"option 'decode' must be one of {', '.join(DECODES)}, not {self.decode!r}{hint}")
         if self.generation_batch < 0:
             raise ValueError("option 'generation_batch' must be >= 0 (0: from the free device memory)")
         if not 0 < self.vllm_gpu_memory_utilization <= 1 or self.vllm_kv_cache_gb < 0 or self.vllm_max_model_len < 0:

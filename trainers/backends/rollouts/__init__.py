@@ -6,7 +6,8 @@ the backend's ``rollout_engine`` option:
 
 - ``transformers`` (transformers_engine.py, the default): the policy model itself, prompts
   bucketed by length; on a CPU an own decode loop that drops finished sequences from the
-  batch, on CUDA a static KV cache and a compiled decode step (transformers' generate).
+  batch, on CUDA an own loop over a static KV cache whose steps are replayed CUDA graphs
+  (graph_decode.py).
 - ``vllm`` (vllm_engine.py): one vLLM engine in this process, on the policy's device, that
   takes the policy's weights after every update and load; its samples carry its log-probs.
 

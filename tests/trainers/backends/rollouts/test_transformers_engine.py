@@ -105,7 +105,7 @@ def test_the_batch_chosen_from_free_memory_fits_the_model(plugins, tiny_model):
 
 @pytest.mark.parametrize("key, value, message", [
     ("rollout_engine", "vlm", "did you mean 'vllm'"),
-    ("decode", "fast", "option 'decode' must be auto, eager or compiled"),
+    ("decode", "grpah", "option 'decode' must be one of auto, eager, compiled, graph, graph-compiled.*did you mean 'graph'"),
     ("generation_batch", -1, "option 'generation_batch' must be >= 0"),
 ])
 def test_wrong_rollout_options_fail_naming_the_key(plugins, tiny_model, key, value, message):
