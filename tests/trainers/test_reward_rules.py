@@ -3,8 +3,9 @@ code-a1 step (harness validation, the subprocess executor, the trainer's rewards
 Book) with scripted policies, beside an honest baseline run the same way:
 
 1. one judge: a benchmark's special oracle never decides a generated test;
-2. a call is its values: respelled copies of one call earn what one call earns (inputs equal
-   under == that the reference answers differently stay two tests);
+2. a call is its values: respelled copies of one call earn what one call earns, through
+   defaults and whatever the entry point's definition (inputs equal under == that the
+   reference answers differently stay two tests);
 3. consensus no single program can steer: an unstable program loses its vote, not the test;
    a wrong consensus answer does not stay in the Mistake Book;
 4. a book that holds what finds bugs: a slow valid test keeps the reference's time in the
@@ -135,6 +136,25 @@ def test_respelled_copies_of_one_call_earn_what_one_call_earns(plugins, executor
     # Per program: "copies" keeps one valid test, six duplicates; "one" one valid, six missing.
     assert figures["tests"] == {"duplicate": 12, "missing": 12, "valid": 4}
     assert r_t["one-bug", "copies"] == r_t["one-bug", "one"] == pytest.approx(1 / 7)  # (before: 1.0 vs 1/7)
+
+
+@pytest.mark.parametrize("reference, copies", [
+    ("def clip(x, cap=float('inf')):\n    return min(x, cap)\n",  # a default that is data, not a literal
+     ["clip(7)", "clip(7, float('inf'))", "clip(x=7, cap=1e999)"]),
+    ("clip = lambda x, cap=10: min(x, cap)\n",  # the entry point a lambda
+     ["clip(7)", "clip(7, 10)", "clip(cap=10.0, x=7)"]),
+    ("def _clip(x, cap=10):\n    return min(x, cap)\nif True:\n    clip = _clip\n",  # an alias, under an if
+     ["clip(7)", "clip(7, 10)", "clip(x=7, cap=10)"]),
+])
+def test_a_call_through_its_default_or_an_entry_point_that_is_no_plain_def_is_one_call(
+        plugins, executor, tmp_path, reference, copies):
+    question = Problem(task_id="rules/clip", prompt="Write clip(x, cap).", entry_point="clip", reference=reference,
+                       tests=[parse_assert("assert clip(1) == 1", "clip", "golden/0")])
+    programs = {"right": reference, "one-bug": "def clip(x, cap=10):\n    return x + (x == 7)\n"}
+    suites = {"copies": "\n".join(f"assert {c} == 7" for c in copies), "one": f"assert {copies[0]} == 7"}
+    _, [figures], _, [r_t] = run_steps(plugins, executor, tmp_path, question, programs, suites)
+    assert figures["tests"] == {"duplicate": 4, "missing": 4, "valid": 4}  # (before: 6 valid per copies suite)
+    assert r_t["one-bug", "copies"] == r_t["one-bug", "one"]
 
 
 def test_equal_inputs_the_reference_answers_differently_stay_two_tests(plugins, executor, tmp_path):

@@ -43,9 +43,10 @@ def call_key(test: TestCase, problem: Problem | None = None) -> str:
     """What makes two tests the same test of a reward: the values that reach the function.
 
     A data test's key is its arguments bound to the parameters of ``problem``'s reference
-    (positional or keyword alike, literal defaults filled in), each value in a normal form in
-    which values equal under ``==`` are one (``True``, ``1`` and ``1.0``; a set and a
-    frozenset; a dict in any order; every NaN). Its wrapper (``int(...)``, ``len(...)``,
+    (positional or keyword alike, defaults that are data filled in, ``float('inf')`` too; the
+    entry point a ``def``, a lambda or an alias of the top level, also under ``if``/``try``),
+    each value in a normal form in which values equal under ``==`` are one (``True``, ``1``
+    and ``1.0``; a set and a frozenset; a dict in any order; every NaN). Its wrapper (``int(...)``, ``len(...)``,
     ``sorted(...)``), its operator and its answer are not part of it. Validation takes two tests
     of a suite for one when their keys match and the reference answers both alike (under
     ``==``): so ``add(7, 1)``, ``add(7.0, 1)``, ``add(7, True)``, ``add(a=7, b=1)`` and
@@ -105,8 +106,8 @@ def _bound(args: Sequence[Any], kwargs: Mapping[str, Any], signature: tuple | No
 
 
 def _signature(problem: Problem | None) -> tuple | None:
-    """(positional parameters, keyword-only ones, literal defaults, *args?, **kwargs?) of the
-    entry point as the reference defines it at top level; None where it does not."""
+    """(positional parameters, keyword-only ones, defaults that are data, *args?, **kwargs?)
+    of the entry point as the reference's top level defines it; None where it does not."""
     if problem is None or not problem.reference or not problem.entry_point:
         return None
     return _parsed_signature(problem.reference, problem.entry_point)
@@ -114,25 +115,65 @@ def _signature(problem: Problem | None) -> tuple | None:
 
 @functools.lru_cache(maxsize=256)
 def _parsed_signature(reference: str, entry_point: str) -> tuple | None:
-    import ast
+
+    from codea1.harness.verdicts import testdata
 
     try:
         tree = parse_untrusted(reference)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    found = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == entry_point]
-    if not found:
+    a = _entry_arguments(tree.body, entry_point)
+    if a is None:
         return None
-    a = found[-1].args
     positional = [x.arg for x in (*a.posonlyargs, *a.args)]
     defaults = {}
     for name, node in [*zip(positional[len(positional) - len(a.defaults):], a.defaults),
                        *((x.arg, d) for x, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None)]:
-        try:
-            defaults[name] = ast.literal_eval(node)
-        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-            continue  # a default that is not a literal: a call that omits it keeps its own key
+        try:  # plain data, float('inf') and tuple() too, as a test's own arguments are read
+            defaults[name] = testdata.evaluate(node)
+        except (ValueError, SyntaxError, TypeError, ArithmeticError, MemoryError, RecursionError):
+            continue  # a default that is no data (a name, a call): a call that omits it keeps its own key
     return tuple(positional), tuple(x.arg for x in a.kwonlyargs), defaults, a.vararg is not None, a.kwarg is not None
+
+
+def _entry_arguments(body: list, entry_point: str):
+    """The ``ast.arguments`` the module's top level gives ``entry_point`` (its last
+    definition wins, as when the module runs): a ``def``; a lambda assigned to the name; another
+    such function assigned to it (``entry = helper``); also inside top-level ``if``, ``try`` and
+    ``with`` blocks. None where the name is something else (a class, a partial, a decorated
+    function whose decorator may change what it takes)."""
+    import ast
+
+    found: dict[str, ast.arguments | None] = {}
+
+    def visit(statements: list) -> None:
+        for node in statements:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                found[node.name] = None if node.decorator_list else node.args
+            elif isinstance(node, ast.ClassDef):
+                found[node.name] = None
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                value = node.value
+                args = (value.args if isinstance(value, ast.Lambda)
+                        else found.get(value.id) if isinstance(value, ast.Name) else None)
+                for target in targets:
+                    if isinstance(target, ast.Name):
+                        found[target.id] = args
+            elif isinstance(node, ast.If):
+                visit(node.body)
+                visit(node.orelse)
+            elif isinstance(node, ast.Try):
+                visit(node.body)
+                for handler in node.handlers:
+                    visit(handler.body)
+                visit(node.orelse)
+                visit(node.finalbody)
+            elif isinstance(node, (ast.With, ast.AsyncWith)):
+                visit(node.body)
+
+    visit(body)
+    return found.get(entry_point)
 
 
 def _answer_key(check, usable: int | None, position: int) -> str:
