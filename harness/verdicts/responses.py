@@ -60,7 +60,13 @@ def _sanitize(code: str, entry_point: str | None) -> tuple[str, str]:
             cleaned = sanitize(code, entry_point)
     except Exception:  # the sanitizer is a help, never a failure
         return code, "none (evalplus' sanitizer failed)"
-    return (cleaned, "evalplus") if cleaned.strip() else (code, "none (evalplus' sanitizer found nothing)")
+    if not cleaned.strip():
+        return code, "none (evalplus' sanitizer found nothing)"
+    if entry_point and _defines(code, entry_point) and not _defines(cleaned, entry_point):
+        # evalplus' sanitizer keeps plain function definitions only: a decorated one
+        # (@functools.lru_cache) would go, and a right program would fail every test.
+        return code, "none (evalplus' sanitizer dropped the entry point)"
+    return cleaned, "evalplus"
 
 
 @dataclass

@@ -4,10 +4,11 @@ Book) with scripted policies, beside an honest baseline run the same way:
 
 1. one judge: a benchmark's special oracle never decides a generated test;
 2. a call is its values: respelled copies of one call earn what one call earns, through
-   defaults and whatever the entry point's definition (inputs equal under == that the
-   reference answers differently stay two tests);
+   defaults, whatever the entry point's definition and whatever wrappers the asserts put
+   around it (inputs equal under == that the reference answers differently stay two tests);
 3. consensus no single program can steer: an unstable program loses its vote, not the test;
-   a wrong consensus answer does not stay in the Mistake Book;
+   a vote runs each input with its own type; a wrong consensus answer does not stay in the
+   Mistake Book;
 4. a book that holds what finds bugs: a slow valid test keeps the reference's time in the
    book; a program that raises everywhere cannot flood it;
 5. an empty suite says nothing: it does not lower a right program's reward;
@@ -157,6 +158,36 @@ def test_a_call_through_its_default_or_an_entry_point_that_is_no_plain_def_is_on
     assert r_t["one-bug", "copies"] == r_t["one-bug", "one"]
 
 
+def test_one_call_under_wrappers_whose_answers_differ_is_one_test(plugins, executor, tmp_path):
+    """str(add(7, 1)), add(7, 1).bit_length(), ...: the same values reach the function, so one
+    test of the suite, whatever each wrapper makes of the answer."""
+    question = Problem(task_id="rules/add", prompt="Write add(a, b).", entry_point="add",
+                       reference="def add(a, b):\n    return a + b\n",
+                       tests=[parse_assert("assert add(1, 2) == 3", "add", "golden/0")])
+    programs = {"right": "def add(a, b):\n    return a + b\n",
+                "one-bug": "def add(a, b):\n    return a + b + (a == 7)\n"}
+    split = ["add(7, 1) == 8", "str(add(7, 1)) == '8'", "add(7, 1).bit_length() == 4",
+             "tuple(str(add(7, 1))) == ('8',)", "str(add(7, 1)).zfill(2) == '08'"]
+    honest = ["add(7, 1) == 8", "add(1, 2) == 3", "add(0, 0) == 0", "add(2, 5) == 7", "add(-1, 1) == 0"]
+    suites = {"split": "\n".join(f"assert {c}" for c in split), "honest": "\n".join(f"assert {c}" for c in honest)}
+    _, [figures], _, [r_t] = run_steps(plugins, executor, tmp_path, question, programs, suites)
+    assert figures["tests"] == {"duplicate": 8, "valid": 12}  # (before: 20 valid)
+    assert r_t["one-bug", "split"] < r_t["one-bug", "honest"]  # (before: 0.9 against 0.6)
+
+
+def test_a_decorated_reference_binds_calls_and_a_decorated_program_keeps_its_function(plugins, executor, tmp_path):
+    reference = "import functools\n@functools.lru_cache(maxsize=None)\ndef add(a, b):\n    return a + b\n"
+    question = Problem(task_id="rules/add-cached", prompt="Write add(a, b).", entry_point="add",
+                       reference=reference, tests=[parse_assert("assert add(1, 2) == 3", "add", "golden/0")])
+    programs = {"right": reference, "one-bug": "def add(a, b):\n    return a + b + (a == 7)\n"}
+    suites = {"respelled": "assert add(7, 1) == 8\nassert add(a=7, b=1) == 8\nassert add(7, b=1) == 8",
+              "one": "assert add(7, 1) == 8"}
+    _, [figures], [r_c], [r_t] = run_steps(plugins, executor, tmp_path, question, programs, suites)
+    assert figures["tests"] == {"duplicate": 4, "missing": 4, "valid": 4}  # (before: 12 valid)
+    assert r_t["one-bug", "respelled"] == r_t["one-bug", "one"]
+    assert r_c["right"] == 1.0  # (before: 0.0: the sanitizer dropped the decorated function)
+
+
 def test_equal_inputs_the_reference_answers_differently_stay_two_tests(plugins, executor, tmp_path):
     reference = "def digits(x):\n    return 1 if type(x) is int else -1\n"
     question = Problem(task_id="rules/digits", prompt="", entry_point="digits", reference=reference,
@@ -180,6 +211,24 @@ def test_one_unstable_program_cannot_remove_a_test(plugins, executor, tmp_path):
     assert figures["tests"] == {"valid": 6}  # (before: sq(5) dropped as nondeterministic in every suite)
     assert r_c["right"] == r_c["right-other-text"] == 1.0
     assert r_c["partial-random"] == 0.5  # (before: 1.0)
+
+
+def test_a_vote_runs_each_input_with_its_own_type(plugins, executor, tmp_path):
+    """Consensus: to_str(5) and to_str(5.0) are two runs of the vote (equal under ==, but the
+    function receives other values), so to_str(5.0) is not judged on the answer to to_str(5)."""
+    reference = "def to_str(x):\n    return str(x)\n"
+    question = Problem(task_id="rules/to-str", prompt="", entry_point="to_str", reference=reference,
+                       tests=[parse_assert("assert to_str(1) == '1'", "to_str", "golden/0")])
+    programs = {"right-a": reference, "right-b": "def to_str(x):\n    return f'{x}'\n",
+                "right-c": "def to_str(x):\n    return '%s' % (x,)\n",
+                "wrong-floats": ("def to_str(x):\n"
+                                 "    return str(int(x)) if isinstance(x, float) and x.is_integer() else str(x)\n")}
+    suites = {"int-first": "assert to_str(5) == '5'", "float-second": "assert to_str(5.0) == '5.0'"}
+    trainer, [figures], [r_c], _ = run_steps(plugins, executor, tmp_path, question, programs, suites,
+                                             validation="consensus")
+    assert figures["tests"] == {"valid": 8}
+    assert r_c == {"right-a": 1.0, "right-b": 1.0, "right-c": 1.0, "wrong-floats": 0.5}  # (before: 0.5 and 1.0)
+    assert trainer.book.retrieve(question.task_id, 20) == ["assert to_str(5.0) == '5.0'"]  # (before: == '5')
 
 
 def test_a_wrong_consensus_answer_leaves_the_book_when_the_vote_changes(plugins, executor, tmp_path):

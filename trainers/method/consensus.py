@@ -51,6 +51,7 @@ from codea1.trainers.method.validation import (
     call_key,
     corrected,
     normal_form,
+    repeats,
 )
 
 VOTE_LIMIT = 2.0  # seconds a program has for each call of the vote
@@ -120,12 +121,10 @@ def validate_by_consensus(executor, suites: Mapping[str, tuple[Problem, Sequence
                 status.append(UNPARSED)
                 continue
             ck = call_key(test, problems[qi])
-            found, answer, unstable, took = answers[qi][ck, repr(test.wrap)]
-            same = (ck, vote_key(answer) if found else None)  # one call, answered alike: one test
-            if same in seen:
+            found, answer, unstable, took = answers[qi][_run_key(test, problems[qi])]
+            if repeats(seen, ck, call_key(test, problems[qi], exact=True), vote_key(answer) if found else None):
                 status.append(DUPLICATE)
                 continue
-            seen.add(same)
             if not found:
                 status.append(NONDETERMINISTIC if unstable else ERROR)
             elif test.expected_source is None and Checker().check(test, answer, test.expected)[0]:
@@ -161,9 +160,10 @@ def validate_by_consensus(executor, suites: Mapping[str, tuple[Problem, Sequence
 
 
 def _run_key(test: TestCase, problem: Problem) -> tuple:
-    """What one run of the vote answers: the call (``call_key``) under its wrapper (two tests
-    of one call with other wrappers are one test of a suite, but their answers differ)."""
-    return call_key(test, problem), repr(test.wrap)
+    """What one run of the vote answers: the values the function receives, types and all
+    (``call_key(exact=True)``: ``f(5)`` and ``f(5.0)`` are two runs, whose answers may
+    differ), under the test's wrapper."""
+    return call_key(test, problem, exact=True), repr(test.wrap)
 
 
 def _votes(executor, runs: Mapping[int, Mapping[tuple, TestCase]], problems: Mapping[int, Problem],

@@ -39,7 +39,7 @@ class ValidatedSuite:
         return self.status.count(status)
 
 
-def call_key(test: TestCase, problem: Problem | None = None) -> str:
+def call_key(test: TestCase, problem: Problem | None = None, exact: bool = False) -> str:
     """What makes two tests the same test of a reward: the values that reach the function.
 
     A data test's key is its arguments bound to the parameters of ``problem``'s reference
@@ -52,11 +52,14 @@ def call_key(test: TestCase, problem: Problem | None = None) -> str:
     ``==``): so ``add(7, 1)``, ``add(7.0, 1)``, ``add(7, True)``, ``add(a=7, b=1)`` and
     ``int(add(7, 1))`` are one test, paid once, while ``digits(5)`` and ``digits(5.0)``, which
     the reference answers differently, stay two. A test whose call is not plain data keeps its
-    call expression up to spacing and quotes."""
+    call expression up to spacing and quotes. ``exact``: values by type as well
+    (``exact_form``): the key of what the function receives, ``5`` and ``5.0`` apart (what a
+    vote runs once, and what makes two asserts one test whatever their wrappers)."""
     import ast
 
     if test.call is None:
-        return repr(("call", _bound(test.args or [], test.kwargs or {}, _signature(problem))))
+        form = exact_form if exact else normal_form
+        return repr(("call", _bound(test.args or [], test.kwargs or {}, _signature(problem), form)))
     source = test.call
     try:
         return ast.dump(parse_untrusted(source, mode="eval"))
@@ -84,11 +87,35 @@ def normal_form(value: Any) -> Any:
     return (kind.__name__, repr(value))
 
 
-def _bound(args: Sequence[Any], kwargs: Mapping[str, Any], signature: tuple | None) -> tuple:
-    """The call's arguments by parameter (normal forms), as Python would bind them to the
+def exact_form(value: Any) -> Any:
+    """``value`` with every type kept: ``5``, ``5.0`` and ``True`` apart, a set from a
+    frozenset, a float by its repr (``-0.0``, ``nan``); a dict in any order is still one."""
+    kind = type(value)
+    if kind is list or kind is tuple:
+        return (kind.__name__, tuple(exact_form(v) for v in value))
+    if kind is set or kind is frozenset:
+        return (kind.__name__, tuple(sorted((exact_form(v) for v in value), key=repr)))
+    if kind is dict:
+        return ("dict", tuple(sorted(((exact_form(k), exact_form(v)) for k, v in value.items()), key=repr)))
+    return (kind.__name__, repr(value))
+
+
+def repeats(seen: set, call: str, exact: str, answer: Any) -> bool:
+    """Whether a test of a suite repeats one before it (and if not, it is remembered in
+    ``seen``): the same values, types and all, reach the function (``exact``), whatever
+    wrapper each puts around the call; or values equal under ``==`` (``call``) that the
+    reference (or the vote) answers alike (``answer``)."""
+    if ("exact", exact) in seen or ("answered", call, answer) in seen:
+        return True
+    seen.update({("exact", exact), ("answered", call, answer)})
+    return False
+
+
+def _bound(args: Sequence[Any], kwargs: Mapping[str, Any], signature: tuple | None, form=normal_form) -> tuple:
+    """The call's arguments by parameter (in ``form``), as Python would bind them to the
     reference's signature; by position and keyword as written where there is no signature or
     the call would not bind."""
-    written = (tuple(normal_form(a) for a in args), tuple(sorted((k, normal_form(v)) for k, v in kwargs.items())))
+    written = (tuple(form(a) for a in args), tuple(sorted((k, form(v)) for k, v in kwargs.items())))
     if signature is None:
         return written
     positional, keyword_only, defaults, varargs, varkw = signature
@@ -102,7 +129,7 @@ def _bound(args: Sequence[Any], kwargs: Mapping[str, Any], signature: tuple | No
         bound[name] = value
     for name, value in defaults.items():
         bound.setdefault(name, value)
-    return (tuple(sorted((k, normal_form(v)) for k, v in bound.items())), tuple(normal_form(a) for a in extra))
+    return (tuple(sorted((k, form(v)) for k, v in bound.items())), tuple(form(a) for a in extra))
 
 
 def _signature(problem: Problem | None) -> tuple | None:
@@ -140,8 +167,9 @@ def _entry_arguments(body: list, entry_point: str):
     """The ``ast.arguments`` the module's top level gives ``entry_point`` (its last
     definition wins, as when the module runs): a ``def``; a lambda assigned to the name; another
     such function assigned to it (``entry = helper``); also inside top-level ``if``, ``try`` and
-    ``with`` blocks. None where the name is something else (a class, a partial, a decorated
-    function whose decorator may change what it takes)."""
+    ``with`` blocks. A decorated ``def`` is taken as it is written (``functools.lru_cache`` and
+    ``wraps`` keep what it takes; a decorator that changes it is not seen). None where the name
+    is something else (a class, a ``functools.partial``)."""
     import ast
 
     found: dict[str, ast.arguments | None] = {}
@@ -149,7 +177,7 @@ def _entry_arguments(body: list, entry_point: str):
     def visit(statements: list) -> None:
         for node in statements:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                found[node.name] = None if node.decorator_list else node.args
+                found[node.name] = node.args  # decorators too: functools' keep what it takes
             elif isinstance(node, ast.ClassDef):
                 found[node.name] = None
             elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
@@ -219,39 +247,41 @@ def call_source(test: TestCase, entry_point: str | None) -> str:
 
 def _parse_once(parses: dict, problem: Problem, source: str, position: int) -> tuple[TestCase | None, str]:
     """``source`` at ``position`` parsed as ``parse_suite`` does (None when unusable), with
-    its ``call_key``; kept in ``parses``."""
+    its ``call_key`` and exact one; kept in ``parses``."""
     [test], _ = parse_suite(problem, [source])
     if test is not None:
         test.id = f"test/{position}"
-    parses[problem.task_id, source] = found = (test, "" if test is None else call_key(test, problem))
+    keys = ("", "") if test is None else (call_key(test, problem), call_key(test, problem, exact=True))
+    parses[problem.task_id, source] = found = (test, *keys)
     return found
 
 
 def validate_for_training(executor, suites: Mapping[str, tuple[Problem, Sequence[str]]], requested: int, *,
                           memory_mb: int = 4096) -> dict[str, ValidatedSuite]:
     """The paper's test validation, one executor batch for every suite: a test is valid when
-    it parses, its call is unique within the suite (``call_key``, answered alike by the
-    reference), it runs on the reference and its answer is right. A wrong answer is corrected
+    it parses, its call does not repeat one before it in the suite (``repeats``: the same
+    values whatever the wrapper, or equal ones the reference answers alike), it runs on the
+    reference and its answer is right. A wrong answer is corrected
     and kept (still invalid); the rest is dropped.
     Positions beyond what the writer produced, up to ``requested``, are "missing".
 
     The suites of one question share most of their asserts (M programs x N suites of K): each
     distinct assert of a question runs once on its reference, in one job per question."""
-    positions: dict[str, list[tuple[str, TestCase | None, str]]] = {}  # suite -> per position: source, test, call
+    positions: dict[str, list[tuple[str, TestCase | None, str, str]]] = {}  # suite -> per position: source, test, keys
     distinct: dict[str, dict[str, TestCase]] = {}  # question -> source -> test
     problems: dict[str, Problem] = {}
     # A question's suites repeat most of their asserts: each distinct source of a question is
     # parsed once (the parse is the same wherever it appears but for the test's id, that of
     # the position where it was first parsed; layouts rename every test they run).
-    parses: dict[tuple[str, str], tuple[TestCase | None, str]] = {}
+    parses: dict[tuple[str, str], tuple[TestCase | None, str, str]] = {}
     for key, (problem, sources) in suites.items():
         problems[problem.task_id] = problem
         row = []
         for position, src in enumerate(list(sources)[:requested]):
-            test, call = parses.get((problem.task_id, src)) or _parse_once(parses, problem, src, position)
+            test, call, exact = parses.get((problem.task_id, src)) or _parse_once(parses, problem, src, position)
             if test is not None:
                 distinct.setdefault(problem.task_id, {}).setdefault(src.strip(), test)
-            row.append((src.strip(), test, call))
+            row.append((src.strip(), test, call, exact))
         positions[key] = row
     checks = check_suites(executor, {task: (problems[task], list(tests.values())) for task, tests in distinct.items()},
                           memory_mb=memory_mb, recheck_outputs=True)
@@ -276,16 +306,13 @@ def validate_for_training(executor, suites: Mapping[str, tuple[Problem, Sequence
         task = suites[key][0].task_id
         suite = ValidatedSuite([], [], [], [])
         seen = set()
-        for src, test, call in row:
+        for src, test, call, exact in row:
             if test is None:
                 suite.status.append(UNPARSED)
                 continue
-            # The same values reaching the function, answered alike by the reference: one test.
-            same = (call, answers[(task, src)])
-            if same in seen:
+            if repeats(seen, call, exact, answers[(task, src)]):
                 suite.status.append(DUPLICATE)
                 continue
-            seen.add(same)
             status, kept, kept_source, took = verdicts[(task, src)]
             suite.status.append(status)
             if kept is not None:

@@ -223,3 +223,14 @@ def test_is_is_not_the_papers_form():
     ex = extract_tests("```python\nassert f([]) is []\nassert f(1) is not None\n```", "f", k=2)
     assert ex.usable == [False, False]
     assert [r.reason.split(":")[0] for r in ex.rejected] == ["the operator is", "the operator is not"]
+
+
+def test_a_decorated_entry_point_is_never_sanitized_away():
+    """evalplus' sanitizer keeps plain definitions only: a right program whose function is
+    memoised (@functools.lru_cache) would be judged as a bare import and fail every test."""
+    pytest.importorskip("evalplus", reason="the sanitizer is evalplus'")
+    text = ("```python\nimport functools\n\n@functools.lru_cache(maxsize=None)\ndef fib(n):\n"
+            "    return n if n < 2 else fib(n - 1) + fib(n - 2)\n\nprint(fib(10))\n```")
+    out = extract_code(text, "fib")
+    assert out.defines_entry_point and "@functools.lru_cache" in out.code
+    assert out.sanitizer == "none (evalplus' sanitizer dropped the entry point)"
