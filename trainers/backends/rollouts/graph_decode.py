@@ -25,8 +25,9 @@ the device.
   CPU computes the same draw (up to the arithmetic of the logits) as a GPU.
 - The step's function is plain PyTorch; on a CPU (tests) the loop calls it directly, which is
   also what is captured on CUDA. ``compiled = True`` runs the forward through torch.compile
-  (default mode: fused kernels) before the capture, with one bucket, the whole cache: a
-  bucket changes the shapes the compiled code was traced with.
+  (default mode: fused kernels) before the capture, with one bucket, the whole cache, and
+  no compaction: a bucket or a smaller batch changes the shapes the compiled code was traced
+  with, and it would compile again.
 
 Differences from the eager path (the CPU default): the same model and the same distribution,
 but the eager path draws by the Gumbel-max trick with a vocabulary's worth of uniform numbers
@@ -269,7 +270,7 @@ class GraphDecoder:
                 live = [i for i in range(self.rows) if origin[i] < real and not ended[i]]
                 if not live:
                     break
-                if len(live) <= self.rows // 2:
+                if len(live) <= self.rows // 2 and not self.compiled:  # compiled: a new batch shape recompiles
                     gone = [i for i in range(self.rows) if origin[i] < real and ended[i]]
                     for i, ids in zip(gone, self.tokens[gone, :done].tolist() if gone else []):
                         finished[origin[i]] = ids

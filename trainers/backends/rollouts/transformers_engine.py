@@ -265,8 +265,9 @@ class Engine(RolloutEngine):
             self.forward_rows += len(batch)
             self._decoder.start(read, width, seeds, sampling, read.output.logits[read.index, -1])
             del read  # the prompts' own KV cache, copied into the decoder's
-            rows, steps = self._decoder.run(sampling, real)
-        self.forward_rows += len(batch) * steps
+            fed = self._decoder.row_steps
+            rows, _ = self._decoder.run(sampling, real)
+        self.forward_rows += self._decoder.row_steps - fed
         out = []
         for ids in rows:
             if tok.eos_token_id in ids:

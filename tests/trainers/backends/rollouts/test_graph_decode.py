@@ -105,6 +105,7 @@ def test_rows_that_ended_leave_the_batch_once_half_of_it_has(plugins, tiny_model
     # 12 responses in a batch of 16 (4 rows fill its shape): without compaction 16 rows each step
     assert decoder.row_steps < 16 * decoder.steps_run / 2
     assert decoder.row_steps >= sum(lengths) - len(lengths)  # every token after a response's first was fed
+    assert b.engine.forward_rows == 16 + decoder.row_steps  # the prompts' rows, then the rows decoded
     alone = backend(plugins, tiny_model, eos_bias=4.5, generation_batch=1, decode="graph")
     assert ids(alone.generate(PROMPTS, 2, SamplingParams(temperature=1.0, top_p=1.0, max_tokens=200), seed=3)) \
         == ids(groups)
