@@ -10,6 +10,8 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="torch is not installed (pip install 'codea1[hf]')")
 
+from test_transformers_engine import favour_eos  # noqa: E402
+
 from codea1.harness.generation import SamplingParams  # noqa: E402
 
 PROMPTS = [[{"role": "user", "content": "Write a function " + "that adds numbers " * i + "."}]
@@ -24,14 +26,7 @@ def backend(plugins, model, eos_bias: float = 3.0, **options):
     pass see the same model)."""
     b = plugins.backends.create("torch", {"model": str(model), "device": "cpu",
                                           **{k: str(v) for k, v in options.items()}}, seed=0)
-    eos = b.tokenizer.eos_token_id
-
-    def hook(module, inputs, logits):
-        shift = torch.zeros(logits.shape[-1], dtype=logits.dtype)
-        shift[eos] = eos_bias
-        return logits + shift
-
-    b.model.lm_head.register_forward_hook(hook)
+    favour_eos(b, eos_bias)
     return b
 
 
