@@ -10,7 +10,7 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="torch is not installed (pip install 'codea1[hf]')")
 
-from test_transformers_engine import favour_eos  # noqa: E402
+from rollout_hooks import favour_eos  # noqa: E402
 
 from codea1.harness.generation import SamplingParams  # noqa: E402
 

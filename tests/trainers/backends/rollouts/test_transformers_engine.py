@@ -10,6 +10,8 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="torch is not installed (pip install 'codea1[hf]')")
 
+from rollout_hooks import favour_eos  # noqa: E402
+
 from codea1.harness.generation import SamplingParams  # noqa: E402
 
 # Prompts of different lengths: the engine sorts them into buckets and must put each
@@ -22,19 +24,6 @@ GREEDY = SamplingParams(temperature=0.0, top_p=1.0, max_tokens=24)
 def backend(plugins, model, **options):
     return plugins.backends.create("torch", {"model": str(model), "device": "cpu",
                                              **{k: str(v) for k, v in options.items()}}, seed=0)
-
-
-def favour_eos(b, bias: float = 3.0) -> None:
-    """The random model rarely ends a response: raise its end-of-sequence logit by ``bias``
-    (a hook on the LM head, so sampling and the log-prob pass see the same model)."""
-    eos = b.tokenizer.eos_token_id
-
-    def hook(module, inputs, logits):
-        shift = torch.zeros(logits.shape[-1], dtype=logits.dtype)
-        shift[eos] = bias
-        return logits + shift
-
-    b.model.lm_head.register_forward_hook(hook)
 
 
 def ids(groups):
