@@ -120,9 +120,9 @@ def validate_by_consensus(executor, suites: Mapping[str, tuple[Problem, Sequence
             if test is None:
                 status.append(UNPARSED)
                 continue
-            ck = call_key(test, problems[qi])
-            found, answer, unstable, took = answers[qi][_run_key(test, problems[qi])]
-            if repeats(seen, ck, call_key(test, problems[qi], exact=True), vote_key(answer) if found else None):
+            ck, run = call_key(test, problems[qi]), _run_key(test, problems[qi])
+            found, answer, unstable, took = answers[qi][run]
+            if repeats(seen, ck, run[0], vote_key(answer) if found else None):  # run[0]: the exact key
                 status.append(DUPLICATE)
                 continue
             if not found:

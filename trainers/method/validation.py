@@ -46,10 +46,10 @@ def call_key(test: TestCase, problem: Problem | None = None, exact: bool = False
     (positional or keyword alike, defaults that are data filled in, ``float('inf')`` too; the
     entry point a ``def``, a lambda or an alias of the top level, also under ``if``/``try``),
     each value in a normal form in which values equal under ``==`` are one (``True``, ``1``
-    and ``1.0``; a set and a frozenset; a dict in any order; every NaN). Its wrapper (``int(...)``, ``len(...)``,
-    ``sorted(...)``), its operator and its answer are not part of it. Validation takes two tests
-    of a suite for one when their keys match and the reference answers both alike (under
-    ``==``): so ``add(7, 1)``, ``add(7.0, 1)``, ``add(7, True)``, ``add(a=7, b=1)`` and
+    and ``1.0``; a set and a frozenset; a dict in any order; every NaN). Its wrapper
+    (``int(...)``, ``len(...)``, ``sorted(...)``), its operator and its answer are not part of
+    it. Validation takes two tests of a suite for one when their keys match and the reference
+    answers both alike (under ``==``): so ``add(7, 1)``, ``add(7.0, 1)``, ``add(7, True)``, ``add(a=7, b=1)`` and
     ``int(add(7, 1))`` are one test, paid once, while ``digits(5)`` and ``digits(5.0)``, which
     the reference answers differently, stay two. A test whose call is not plain data keeps its
     call expression up to spacing and quotes. ``exact``: values by type as well
@@ -142,7 +142,6 @@ def _signature(problem: Problem | None) -> tuple | None:
 
 @functools.lru_cache(maxsize=256)
 def _parsed_signature(reference: str, entry_point: str) -> tuple | None:
-
     from codea1.harness.verdicts import testdata
 
     try:

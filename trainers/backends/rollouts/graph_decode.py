@@ -94,7 +94,7 @@ class DecodeCache:
         self.keys = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(layers)]
         self.values = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(layers)]
         self.column = torch.zeros(1, dtype=torch.long, device=device)
-        self.rows, self.length, self.limit = batch, length, length
+        self.rows, self.limit = batch, length
 
     def update(self, keys, values, layer_idx: int, *args, **kwargs):
         mine_k, mine_v = self.keys[layer_idx][:self.rows], self.values[layer_idx][:self.rows]
@@ -257,10 +257,10 @@ class GraphDecoder:
         self.position.copy_(read.positions[:, -1:] + 1)
         self.width = width
 
-    def run(self, sampling, real: int) -> tuple[list[list[int]], int]:
+    def run(self, sampling, real: int) -> list[list[int]]:
         """Decode the batch taken by ``start`` until its first ``real`` rows (the rest fill the
         batch's shape) have all ended or max_tokens. Returns those rows' tokens (past
-        end-of-sequence included) and the decode steps run."""
+        end-of-sequence included); ``steps_run`` and ``row_steps`` count the work."""
         origin = list(range(self.batch))  # the batch row each decoding row holds
         finished: dict[int, list[int]] = {}  # batch row -> its tokens, once it left the decoding rows
         done = 1
@@ -283,7 +283,7 @@ class GraphDecoder:
         for i, row in enumerate(origin):
             if row < real and row not in finished:
                 finished[row] = held[i]
-        return [finished[row] for row in range(real)], done - 1
+        return [finished[row] for row in range(real)]
 
 
 def supports(model) -> bool:

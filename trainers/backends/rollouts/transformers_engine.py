@@ -266,7 +266,7 @@ class Engine(RolloutEngine):
             self._decoder.start(read, width, seeds, sampling, read.output.logits[read.index, -1])
             del read  # the prompts' own KV cache, copied into the decoder's
             fed = self._decoder.row_steps
-            rows, _ = self._decoder.run(sampling, real)
+            rows = self._decoder.run(sampling, real)
         self.forward_rows += self._decoder.row_steps - fed
         out = []
         for ids in rows:
