@@ -30,6 +30,7 @@ from codea1.harness.hookspecs import hookimpl
 from codea1.harness.jsonl import first_row
 from codea1.harness.records import Problem, TestCase
 from codea1.harness.verdicts.script_tests import split_test
+from codea1.harness.verdicts.slices import context_of
 
 
 @dataclass
@@ -84,7 +85,8 @@ class BigCodeBench(Benchmark):
             problems.append(Problem(
                 task_id=task_id, prompt=prompt, entry_point=task["entry_point"],
                 reference=task["complete_prompt"] + "\n" + task["canonical_solution"],
-                tests=split_test(TestCase(id="unittest/0", kind="script", script=task["test"], framework="unittest")),
+                tests=split_test(TestCase(id="unittest/0", kind="script", script=task["test"], framework="unittest"),
+                                 context_of(task["complete_prompt"])),
                 libs=sorted(set(libs)),
                 metadata={"complete_prompt": task["complete_prompt"], "split": self.options.split}))
         return problems

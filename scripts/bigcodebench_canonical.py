@@ -77,7 +77,7 @@ def measure(plugins, data: str, workers: int, tasks: list[str] | None = None, li
                          progress=progress)
     saved = bigcodebench.split_test
     if in_process:  # each task's test class as one script, as bigcodebench runs it
-        bigcodebench.split_test = lambda test: [test]
+        bigcodebench.split_test = lambda test, context="": [test]
     try:
         with open_run(plugins, cfg) as run:  # writes no run directory: only the reference stage runs
             samples = [CodeSample(task_id=p.task_id, index=0, code=p.reference) for p in run.problems.values()]

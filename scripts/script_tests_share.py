@@ -26,6 +26,8 @@ from pathlib import Path
 
 from codea1.harness.records import ExecJob
 from codea1.harness.verdicts import script_tests
+from codea1.harness.verdicts.expected import settle_expected_sources
+from codea1.harness.verdicts.slices import context_of
 
 CHECK_CALL = re.compile(r"^(assert|fail)")
 
@@ -44,11 +46,12 @@ def checks_in(fn: ast.AST) -> int:
     return count
 
 
-def why_in_process(module: ast.Module, qualname: str, framework: str) -> str:
+def why_in_process(module: ast.Module, qualname: str, framework: str, context: str = "") -> str:
     """Why this test function, in a script of its own, is not rewritten."""
     names = {q for _, q in script_tests._test_functions(module, framework)}
     text = script_tests._without(module, framework, names - {qualname})
-    return re.sub(r"^line \d+: |^[\w.]+: ", "", script_tests.rewrite_script(text, framework)[1])[:90]
+    why = script_tests.rewrite_script(text, framework, context)[1]
+    return re.sub(r"^line \d+: |^[\w.]+: ", "", why)[:90] or "its slice failed (a library missing here, or unstable)"
 
 
 def counts(problems: list, originals: dict[str, str], framework: str) -> dict:
@@ -58,6 +61,7 @@ def counts(problems: list, originals: dict[str, str], framework: str) -> dict:
     unit = "functions" if framework == "pytest" else "methods"
     for p in problems:
         call_functions = {t.id.split("/")[1] for t in p.tests if t.kind == "call"}
+        out["tests with slices"] += sum("slice" in (t.expected or {}) for t in p.tests if t.kind == "script")
         parent_functions = {f for t in p.tests if t.kind == "script" and t.judged == "parent"
                             for f in t.expected["functions"]}
         module = ast.parse(originals[p.task_id])
@@ -68,7 +72,7 @@ def counts(problems: list, originals: dict[str, str], framework: str) -> dict:
             out[f"{unit} {where}"] += 1
             out[f"checks {where}"] += checks_in(fn)
             if where == "in-process":
-                reasons[why_in_process(module, qualname, framework)] += 1
+                reasons[why_in_process(module, qualname, framework, context_of(p.metadata.get("complete_prompt", "")))] += 1
     return {"counts": dict(sorted(out.items())), f"{unit} in-process, why (first reason)": dict(reasons.most_common(15))}
 
 
@@ -109,7 +113,7 @@ def load(plugins, name: str, options: dict, rewrite: bool) -> list:
 
     saved = kodcode.split_test, bigcodebench.split_test
     if not rewrite:
-        kodcode.split_test = bigcodebench.split_test = lambda test: [test]
+        kodcode.split_test = bigcodebench.split_test = lambda test, context="": [test]
     try:
         return plugins.benchmarks.create(name, options).load()
     finally:
@@ -134,11 +138,15 @@ def main(argv=None) -> int:
     b_before, b_after = (load(plugins, "bigcodebench", b_options, r) for r in (False, True))
     k_raw = {rec["question_id"]: rec["test_code"] for f in sorted((data / "kodcode").glob("*.json*"))
              for rec in json.loads(f.read_text())}
-    report = {"kodcode": counts(k_after, k_raw, "pytest"),
-              "bigcodebench": counts(b_after, {p.task_id: p.tests[0].script for p in b_before}, "unittest")}
-    if args.references:
-        n = args.bigcodebench_tasks
-        with plugins.executors.create("subprocess", workers=args.workers) as executor:
+    with plugins.executors.create("subprocess", workers=args.workers) as executor:
+        # expected sides computed by slices (harness.verdicts.slices): settled as a run
+        # settles them; a test whose slice fails is judged in-process
+        k_after = settle_expected_sources(executor, k_after, memory_mb=4096, progress=True)
+        b_after = settle_expected_sources(executor, b_after, memory_mb=8192, progress=True)
+        report = {"kodcode": counts(k_after, k_raw, "pytest"),
+                  "bigcodebench": counts(b_after, {p.task_id: p.tests[0].script for p in b_before}, "unittest")}
+        if args.references:
+            n = args.bigcodebench_tasks
             kodcode = plugins.benchmarks.create("kodcode", k_options)
             bcb = plugins.benchmarks.create("bigcodebench", b_options)
             report["kodcode references"] = reference_results(kodcode, k_before, k_after, executor)

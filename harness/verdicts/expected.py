@@ -34,6 +34,7 @@ from typing import Sequence
 
 from codea1.harness.progress import stage_bar
 from codea1.harness.records import EXPECTED_SANDBOX_ERROR, ExecJob, Problem, RawResult, TestCase
+from codea1.harness.verdicts import slice_jobs
 from codea1.harness.verdicts.execution import stream_jobs
 
 EXPECTED_TIME_LIMIT = 60.0  # seconds per expression: the reference's per-test limit
@@ -51,7 +52,7 @@ def expected_job(job_id: str, tests: Sequence[TestCase], prelude: str = "", *, m
     ``prelude`` loaded as the program, each expression a call test. No program under test
     is in it, and no expected value either."""
     calls = [TestCase(id=t.id, kind="call", call=t.expected_source, op="==", expected=None, has_expected=False)
-             for t in tests if t.expected_source]
+             for t in tests if t.expected_source and t.kind != "script"]
     limits = [time_limit] * len(calls)
     return ExecJob(job_id=job_id, code=prelude, tests=calls, entry_point=None, prelude="", time_limits=limits,
                    batch_timeout=min(sum(limits), 1800.0) + 10, memory_mb=memory_mb, fail_fast=False,
@@ -63,7 +64,7 @@ def settled_tests(tests: Sequence[TestCase], raw: RawResult) -> list[TestCase]:
     them) answered made data, or its error kept on the test."""
     out, outcomes = [], iter(raw.outcomes)
     for test in tests:
-        if not test.expected_source:
+        if not test.expected_source or test.kind == "script":
             out.append(test)
             continue
         outcome = next(outcomes)
@@ -89,34 +90,57 @@ def settle_test_lists(executor, lists: Sequence[tuple[list[TestCase], str]], *, 
                       time_limit: float = EXPECTED_TIME_LIMIT, progress: bool = False,
                       names: Sequence[str] | None = None) -> list[list[TestCase]]:
     """Each (tests, prelude) with its expected sides settled, in one executor batch: one job
-    per distinct pair (the same list object with the same prelude runs once, and every
-    occurrence gets the same new list, so jobs built from it still share one list). A list
-    without expressions comes back as it is."""
-    jobs: dict[tuple[int, str], ExecJob] = {}
+    per distinct pair for its expressions (the same list object with the same prelude runs
+    once, and every occurrence gets the same new list, so jobs built from it still share one
+    list), and one job per script test that has a slice (``slice_jobs``; cached on disk).
+    A list without expressions or slices comes back as it is."""
+    jobs: dict[str, ExecJob] = {}
+    plans: dict[tuple[int, str], tuple[str | None, dict[int, str | dict]]] = {}
     for n, (tests, prelude) in enumerate(lists):
         key = (id(tests), prelude)
-        if key not in jobs and has_expected_sources(tests):
-            label = names[n] if names is not None else str(n)
-            jobs[key] = expected_job(f"expected:{len(jobs)}:{label}", tests, prelude, memory_mb=memory_mb,
-                                     time_limit=time_limit)
-    if not jobs:
+        if key in plans or not has_expected_sources(tests):
+            continue
+        label = names[n] if names is not None else str(n)
+        call_job = None
+        if any(t.expected_source and t.kind != "script" for t in tests):
+            call_job = f"expected:{len(plans)}:{label}"
+            jobs[call_job] = expected_job(call_job, tests, prelude, memory_mb=memory_mb, time_limit=time_limit)
+        sliced: dict[int, str | dict] = {}
+        for i, test in enumerate(tests):
+            if test.kind == "script" and test.expected_source:
+                cached = slice_jobs.cached(test)
+                if cached is not None:
+                    sliced[i] = cached
+                    continue
+                job = slice_jobs.slice_job(f"slice:{len(plans)}:{i}:{label}", test, memory_mb=memory_mb,
+                                              time_limit=time_limit)
+                jobs[job.job_id] = job
+                sliced[i] = job.job_id
+        plans[key] = (call_job, sliced)
+    if not plans:
         return [tests for tests, _ in lists]
     raws: dict[str, RawResult] = {}
-    with stage_bar("expected values", len(jobs), progress) as bar:
-        def landed(raw: RawResult) -> None:
-            raws[raw.job_id] = raw
-            bar.update(1)
+    if jobs:
+        with stage_bar("expected values", len(jobs), progress) as bar:
+            def landed(raw: RawResult) -> None:
+                raws[raw.job_id] = raw
+                bar.update(1)
 
-        stream_jobs(executor, list(jobs.values()), on_result=landed)
+            stream_jobs(executor, list(jobs.values()), on_result=landed)
     done: dict[tuple[int, str], list[TestCase]] = {}
     out = []
     for tests, prelude in lists:
         key = (id(tests), prelude)
-        if key not in jobs:
+        if key not in plans:
             out.append(tests)
             continue
         if key not in done:
-            done[key] = settled_tests(tests, raws[jobs[key].job_id])
+            call_job, sliced = plans[key]
+            settled = settled_tests(tests, raws[call_job]) if call_job else list(tests)
+            for i, how in sliced.items():
+                values = how if isinstance(how, dict) else slice_jobs.slice_values(tests[i], raws[how])
+                settled[i] = slice_jobs.settled(tests[i], values)
+            done[key] = settled
         out.append(done[key])
     return out
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import marshal
 import math
 import re
+import sys
 import types
 from typing import Any
 
@@ -27,10 +28,10 @@ from codea1.harness.verdicts.plaindata import is_nan
 
 HOOK_MODULE = "_codea1_report"
 REPORT, RAISES, RAISES_CALL = "__codea1_report__", "__codea1_raises__", "__codea1_raises_call__"
-UNSHADOW = "__codea1_unshadow__"
+UNSHADOW, LEAVES, FRAME = "__codea1_unshadow__", "__codea1_leaves__", "__codea1_frame__"
 IMPORT_LINE = (f"from {HOOK_MODULE} import report as {REPORT}, raises as {RAISES}, "
-               f"raises_call as {RAISES_CALL}, unshadow as {UNSHADOW}\n")
-MAX_REPORTS = 10_000  # per script: a loop of sites must not flood the channel
+               f"raises_call as {RAISES_CALL}, unshadow as {UNSHADOW}, leaves as {LEAVES}, frame as {FRAME}\n")
+MAX_REPORTS = 100_000  # per script: a loop of sites must not flood the channel
 SCALAR_TYPES = (int, float, complex, bool)
 # numpy checks compared in the parent, with the keyword arguments each takes
 ARRAY_CHECKS = {"array_equal": ("equal_nan",), "allclose": ("rtol", "atol", "equal_nan")}
@@ -52,7 +53,7 @@ class Reporter:
         self.passthrough = passthrough
         self.overflow = False
         to_tree, error = plaindata.to_tree, plaindata.PlainDataError  # bound now: the program may patch the module
-        dumps, loads = marshal.dumps, marshal.loads
+        dumps, loads, iterate, plain_leaf_now = marshal.dumps, marshal.loads, list, plain_leaf
         reports, passthrough_type = self.reports, passthrough
 
         def snapshot(value):
@@ -68,9 +69,37 @@ class Reporter:
 
         def report(site, value):
             try:
-                add([site, "v", snapshot(value)])
+                add([site, "v", snapshot(plain_leaf_now(value))])
             except error as exc:
                 add([site, "x", f"not plain data: {exc}"[:500]])
+
+        def leaves(site, *thunks):
+            # each leaf of a check the parent decides (harness.verdicts.check_exprs): its
+            # value, or the exception computing it raised (read only if the check reads it)
+            out = []
+            for thunk in thunks:
+                try:
+                    value = plain_leaf_now(thunk())
+                    tree = snapshot(value)
+                    if type(tree) is dict and "o" in tree:
+                        # a view or an iterator (dict.values(), a generator): its items, as iterating it gives
+                        try:
+                            items = iterate(value)
+                        except Exception:  # noqa: BLE001 - not iterable: the parent sees an opaque value
+                            items = None
+                        if items is not None:
+                            tree = snapshot(items)
+                    out.append([True, tree])
+                except passthrough_type:
+                    raise
+                except error as exc:
+                    out.append([False, f"not plain data: {exc}"[:500]])
+                except Exception as exc:  # noqa: BLE001 - the test's own error, decided in the parent
+                    try:
+                        out.append([False, f"{type(exc).__name__}: {exc}"[:500]])
+                    except BaseException:  # noqa: BLE001 - a hostile exception: its type alone
+                        out.append([False, "an exception"])
+            add([site, "l", out])
 
         def caught(site, exc):
             if isinstance(exc, passthrough_type):
@@ -110,11 +139,148 @@ class Reporter:
 
         self.module = types.ModuleType(HOOK_MODULE)
         self.module.report, self.module.raises, self.module.raises_call = report, Raises, raises_call
-        self.module.unshadow = unshadow
+        self.module.unshadow, self.module.leaves, self.module.frame = unshadow, leaves, describe_frame
+
+
+def plain_leaf(value):
+    """A leaf as the parent can compare it: a numpy dtype as its name (numpy's dtype equals
+    its name), a date, time or datetime (Python's, pandas', numpy's) as ``[kind, ISO text]``
+    (equal, and ordered, as the values are, within one kind), a timedelta as ``["timedelta",
+    seconds]``; a list or tuple of such, item by item; anything else as it is."""
+    t = type(value)
+    module = getattr(t, "__module__", "") or ""
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and isinstance(value, numpy.dtype):
+        return str(value)
+    if t.__name__ == "Series" and module.startswith("pandas") and len(value) <= 100_000 and numpy is not None \
+            and len(value) and all(isinstance(v, numpy.dtype) for v in value.tolist()):
+        return value.astype(str)  # DataFrame.dtypes
+    if t.__name__ in ("datetime", "Timestamp", "datetime64") and hasattr(value, "isoformat"):
+        return ["datetime", value.isoformat()]
+    if t.__name__ == "date" and module == "datetime":
+        return ["date", value.isoformat()]
+    if t.__name__ == "time" and module == "datetime":
+        return ["time", value.isoformat()]
+    if t.__name__ in ("timedelta", "Timedelta") and hasattr(value, "total_seconds"):
+        return ["timedelta", value.total_seconds()]
+    if module == "pathlib" and hasattr(value, "as_posix"):
+        return ["path", value.as_posix()]
+    tzinfo = sys.modules.get("datetime")
+    if tzinfo is not None and isinstance(value, tzinfo.tzinfo):
+        return ["tzinfo", str(value)]
+    if t in (list, tuple) and len(value) <= 100_000:
+        items = [plain_leaf(v) for v in value]
+        return items if t is list else tuple(items)
+    return value
+
+
+def describe_frame(value):
+    """A pandas DataFrame or Series as pandas' testing assertions see it, in plain data:
+    ``[kind, index, index names, columns (a Series: [its name]), column names, dtypes,
+    columns' values]`` (items that are not plain scalars, e.g. Timestamps, as their repr).
+    Computed in the child for the program's value and in the slice for the expected one;
+    anything else than a DataFrame or Series is described as ``["other", repr]``."""
+    kind = type(value).__name__
+    if kind not in ("DataFrame", "Series") or not type(value).__module__.startswith("pandas"):
+        return ["other", kind]
+    frame = value if kind == "DataFrame" else value.to_frame()
+    columns = [_plain_item(c) for c in frame.columns.tolist()]
+    dtypes = [str(t) for t in frame.dtypes.tolist()]
+    values = [[_plain_item(v) for v in frame.iloc[:, j].tolist()] for j in range(frame.shape[1])]
+    names = [_plain_item(n) for n in frame.index.names]
+    column_names = [_plain_item(n) for n in frame.columns.names] if kind == "DataFrame" else [_plain_item(value.name)]
+    return [kind, [_plain_item(i) for i in frame.index.tolist()], names, columns, column_names, dtypes, values]
+
+
+def _plain_item(v):
+    if v is None or type(v) in (int, float, str, bool, complex, bytes):
+        return v
+    if type(v) is tuple:
+        return tuple(_plain_item(x) for x in v)
+    return repr(v)
 
 
 # ---------------------------------------------------------------------------------------------
 # The parent's judgement.
+
+
+def _close(x, y, rtol: float, atol: float, nan: bool = True) -> bool:
+    """numpy's isclose for two plain scalars (NaN equal to NaN when ``nan``); other items by ==."""
+    if type(x) in SCALAR_TYPES and type(y) in SCALAR_TYPES and type(x) is not bool and type(y) is not bool:
+        if is_nan(x) or is_nan(y):
+            return nan and is_nan(x) and is_nan(y)
+        if math.inf in (abs(x), abs(y)):
+            return x == y
+        return abs(x - y) <= atol + rtol * abs(y)
+    if is_nan(x) and is_nan(y):
+        return nan
+    return plaindata.equal(x, y)
+
+
+def _frame_equal(value, expected, tolerance: dict) -> tuple[bool, str]:
+    """pandas' assert_frame_equal / assert_series_equal on two ``describe_frame`` values."""
+    if type(value) not in (list, tuple) or type(expected) not in (list, tuple) or len(value) != 7 \
+            or len(expected) != 7:
+        return False, "not a DataFrame or Series"
+    kind, index, names, columns, column_names, dtypes, values = value
+    e_kind, e_index, e_names, e_columns, e_column_names, e_dtypes, e_values = expected
+    if kind != e_kind:
+        return False, f"a {kind}, expected a {e_kind}"
+    if len(index) != len(e_index) or len(columns) != len(e_columns):
+        return False, f"shape ({len(index)}, {len(columns)}), expected ({len(e_index)}, {len(e_columns)})"
+    exact = bool(tolerance.get("check_exact", False))
+    rtol, atol = (0.0, 0.0) if exact else (tolerance.get("rtol", 1e-05), tolerance.get("atol", 1e-08))
+    if not all(_close(a, b, rtol, atol) for a, b in zip(index, e_index)):
+        return False, "the index differs"
+    if not all(plaindata.equal(a, b) or (is_nan(a) and is_nan(b)) for a, b in zip(columns, e_columns)):
+        return False, "the columns differ"
+    if tolerance.get("check_names", True) and (names != e_names or column_names != e_column_names):
+        return False, "the names differ"
+    if tolerance.get("check_dtype", True) and dtypes != e_dtypes:
+        return False, f"dtypes {dtypes[:5]}, expected {e_dtypes[:5]}"
+    for j, (column, e_column) in enumerate(zip(values, e_values)):
+        if len(column) != len(e_column) or not all(_close(a, b, rtol, atol) for a, b in zip(column, e_column)):
+            return False, f"column {j} differs"
+    return True, ""
+
+
+def _array_almost(value, expected, tolerance: dict) -> bool:
+    """numpy.testing.assert_array_almost_equal: |desired - actual| < 1.5 * 10**-decimal item
+    by item, shapes equal (a number against an array: every item); NaN where both are."""
+    limit = 1.5 * 10.0 ** (-tolerance.get("decimal", 6))
+
+    def almost(x, y):
+        if x is None or y is None:  # a masked item (numpy.ma): not compared, as numpy's testing does
+            return True
+        if is_nan(x) or is_nan(y):
+            return is_nan(x) and is_nan(y)
+        if type(x) not in SCALAR_TYPES or type(y) not in SCALAR_TYPES:
+            return plaindata.equal(x, y)
+        return x == y or abs(x - y) < limit
+
+    if type(value) in SCALAR_TYPES and type(expected) in SCALAR_TYPES:
+        return almost(value, expected)
+    try:
+        a, b = plaindata.as_array(value), plaindata.as_array(expected)
+    except ValueError:
+        return False
+    if a.shape != b.shape and a.shape and b.shape:
+        return False
+    return all(plaindata.elementwise(almost, a, b))
+
+
+def _mock_calls(op: str, calls, expected) -> bool:
+    """A mock's ``[[args], {kwargs}]`` per call against the expected (args, kwargs)."""
+    if type(calls) is not list or type(expected) not in (list, tuple) or len(expected) != 2:
+        return False
+    want = [list(expected[0]), dict(expected[1])]
+    same = [type(c) is list and len(c) == 2 and plaindata.equal(c[0], want[0]) and plaindata.equal(c[1], want[1])
+            for c in calls]
+    if op == "mock_called_once_with":
+        return len(calls) == 1 and same[0]
+    if op == "mock_called_with":
+        return bool(calls) and same[-1]
+    return any(same)  # mock_any_call
 
 
 def _almost(value: Any, expected: Any, tolerance: dict) -> bool:
@@ -230,13 +396,34 @@ def check_site(site: dict, kind: str, payload: list) -> tuple[bool, str]:
             except re.error:
                 return False, f"{where}: the pattern does not compile"
         return True, ""
+    if op == "expr":
+        if kind != "l":
+            return False, f"{where}: no value reported"
+        from codea1.harness.verdicts.check_exprs import decide
+
+        leaves = [[ok, plaindata.from_tree(tree) if ok else tree] for ok, tree in payload[0]]
+        ok, why = decide(expected["source"], leaves, [plaindata.from_tree(v) for v in site["values"]],
+                         expected["numpy"])
+        return (True, "") if ok else (False, f"{where}: {expected['text']} does not hold{': ' + why if why else ''}")
     if kind == "x":
         return False, f"{where}: {payload[0]}"
     if kind != "v":
         return False, f"{where}: no value reported"
     value = plaindata.from_tree(payload[0])
+    if tolerance.get("pair"):  # both sides computed at run time: [actual, desired]
+        if type(value) not in (list, tuple) or len(value) != 2:
+            return False, f"{where}: no pair reported"
+        value, expected = value
+    if op == "frame":
+        a, b = (value, expected) if tolerance.get("actual_first", True) else (expected, value)
+        ok, why = _frame_equal(a, b, tolerance)
+        return (True, "") if ok else (False, f"{where}: {why}")
     try:
-        if op in ARRAY_CHECKS:
+        if op == "array_almost":
+            ok = _array_almost(value, expected, tolerance)
+        elif op.startswith("mock_"):
+            ok = _mock_calls(op, value, expected)
+        elif op in ARRAY_CHECKS:
             ok = (_array_equal if op == "array_equal" else _allclose)(value, expected, tolerance)
             ok = ok != bool(tolerance.get("negate"))
         elif op == "approx":
@@ -280,6 +467,12 @@ def parse_reports(rec: dict, table: dict) -> dict:
             checked.append([entry[0], "e", [str(x) for x in entry[2]], str(entry[3])])
         elif kind == "n" and len(entry) == 2:
             checked.append([entry[0], "n"])
+        elif kind == "l" and len(entry) == 3 and type(entry[2]) is list \
+                and all(type(x) is list and len(x) == 2 and type(x[0]) is bool for x in entry[2]):
+            for ok, tree in entry[2]:
+                if ok:
+                    plaindata.from_tree(tree)
+            checked.append([entry[0], "l", [[ok, tree if ok else str(tree)] for ok, tree in entry[2]]])
         else:
             raise ValueError(f"bad report {str(entry)[:80]}")
     return {"f": {str(k): str(v) for k, v in functions.items()}, "r": checked, "e": str(rec.get("e", ""))}
@@ -308,6 +501,8 @@ def judge_reports(table: dict, reports: dict) -> tuple[bool, str]:
         missing = [sites[k]["line"] for k in own if sites[k]["required"] and k not in reached]
         if missing:
             return False, f"{function}: returned before the check on line {missing[0]}"
-        if not any(k in reached for k in own):
+        if any(sites[k]["required"] for k in own) and not any(k in reached for k in own):
+            # (a function whose checks all sit in branches or loops may reach none, as it would
+            # in its own framework)
             return False, f"{function}: no check was reached"
     return True, ""

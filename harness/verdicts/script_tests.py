@@ -40,12 +40,15 @@ from __future__ import annotations
 import ast
 import copy
 import dataclasses
+import itertools
 from typing import Any
 
-from codea1.harness.verdicts import plaindata
+from codea1.harness.verdicts import check_exprs, plaindata, slices
 from codea1.harness.verdicts.script_reports import (
     ARRAY_CHECKS,
+    FRAME,
     IMPORT_LINE,
+    LEAVES,
     RAISES,
     RAISES_CALL,
     REPORT,
@@ -151,6 +154,7 @@ class Site:
     function: str  # qualified name of the test function it is in: "test_x", "TestCases.test_y"
     line: int
     required: bool  # on the function's straight-line path: it must report
+    values: list | None = None  # op "expr": the expected values it reads (known, or Computed)
 
 
 _EQ_OPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
@@ -171,6 +175,12 @@ _SKIP_NAMES = {"skip", "skipIf", "skipUnless", "skipTest", "xfail", "importorski
 
 class _NotRewritable(Exception):
     pass
+
+
+@dataclasses.dataclass(frozen=True)
+class Computed:
+    """An expected side the slice computes (``harness.verdicts.slices``): operand ``index``."""
+    index: int
 
 
 def _dotted(node: ast.AST) -> str | None:
@@ -214,13 +224,25 @@ def _called_name(call: ast.Call) -> str:
 class _FunctionRewriter:
     """Rewrites the checks of one test function into report calls."""
 
-    def __init__(self, owner: "_ScriptRewriter", qualname: str, known: dict[str, Any]):
-        self.owner, self.qualname, self.known = owner, qualname, known
+    def __init__(self, owner: "_ScriptRewriter", qualname: str, known: dict[str, Any],
+                 taint: slices.FunctionTaint | None = None):
+        self.owner, self.qualname, self.known, self.taint = owner, qualname, known, taint
         self.used_known: dict[str, int] = {}  # local -> loads of it used as an expected side
+        self.computed_names: set[str] = set()  # names the slice's operands read
         self.count = 0
+        self.top, self.top_statement = 0, None  # the top-level statement being rewritten
 
-    def expected(self, node: ast.AST) -> Any:
-        value = known_value(node, self.known)
+    def expected(self, node: ast.AST, computed: bool = False) -> Any:
+        """The expected side's value when the parent knows it now; with ``computed``, a side
+        that the slice can compute without the program (``Computed``)."""
+        try:
+            value = known_value(node, self.known)
+        except Unknown:
+            if not computed or self.taint is None or self.top_statement is None \
+                    or not self.taint.computable(node, self.top, self.top_statement):
+                raise
+            self.computed_names |= slices.loaded_names(node, self.taint.every_attribute) - slices.BUILTIN_NAMES
+            return self.owner.operand(node, self.qualname, self.top)
         for n in ast.walk(node):
             if isinstance(n, ast.Name) and n.id in self.known:
                 self.used_known[n.id] = self.used_known.get(n.id, 0) + 1
@@ -247,15 +269,109 @@ class _FunctionRewriter:
         approx = self.approx(left) if op == "==" else None
         if approx is not None:
             return self.report(right, "approx", approx[0], approx[1], where, required)
-        for actual, known, the_op in ((left, right, op), (right, left, _FLIPPED[op])):
+        # a side known now first, then one the slice computes
+        for computed, (actual, known, the_op) in itertools.product(
+                (False, True), ((left, right, op), (right, left, _FLIPPED[op]))):
             try:
-                expected = self.expected(known)
+                expected = self.expected(known, computed=computed and the_op not in ("is", "is not"))
             except Unknown:
                 continue
             if the_op in ("is", "is not") and expected not in (None, True, False):
                 raise _NotRewritable("'is' with a value that is not a singleton")
             return self.report(actual, the_op, expected, None, where, required)
-        raise _NotRewritable(f"line {where.lineno}: neither side of the comparison is known before the run")
+        if op in ("is", "is not"):
+            raise _NotRewritable(f"line {where.lineno}: 'is' between two values computed at run time")
+        return self.expression(ast.Compare(left, [cmp], [right]), where, required)
+
+    def expression(self, node: ast.expr, where: ast.stmt, required: bool) -> ast.stmt:
+        """A check the parent decides as a whole (``check_exprs``): the child reports its
+        leaves (what reads the program's values and compares nothing), the parent evaluates
+        the rest over them and the expected values it knows or the slice computes."""
+        if self.taint is None:
+            raise _NotRewritable(f"line {where.lineno}: a check with a comparison inside")
+        leaves: list[ast.expr] = []
+        values: list[Any] = []
+        parent = self.parent_side(node, set(), leaves, values, where)
+        try:
+            check_exprs.supported(parent, self.owner.numpy_names, set())
+        except check_exprs.Unsupported as exc:
+            raise _NotRewritable(f"line {where.lineno}: a check the parent cannot decide ({exc})") from None
+        spec = {"source": ast.unparse(parent), "numpy": sorted(self.owner.numpy_names),
+                "text": ast.unparse(node)[:120]}
+        self.count += 1
+        self.owner.sites.append(Site("expr", spec, None, self.qualname, where.lineno, required, values))
+        site = len(self.owner.sites) - 1
+        thunks = [ast.Lambda(ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[]), leaf)
+                  for leaf in leaves]
+        call = ast.Call(ast.Name(LEAVES, ast.Load()), [ast.Constant(site), *thunks], [])
+        return ast.copy_location(ast.Expr(call), where)
+
+    def parent_side(self, node: ast.expr, bound: set[str], leaves: list, values: list, where: ast.stmt) -> ast.expr:
+        """``node`` as the parent evaluates it: leaves as ``_v<k>``, expected sides as ``_e<k>``."""
+        if isinstance(node, ast.Constant) or (isinstance(node, ast.Name) and node.id in bound):
+            return node
+        reads = slices.loaded_names(node, self.taint.every_attribute) - slices.BUILTIN_NAMES
+        structural = _has_compare(node) or any(isinstance(n, (ast.GeneratorExp, ast.ListComp, ast.SetComp, ast.Lambda))
+                                               for n in ast.walk(node))
+        if not reads & bound:
+            program = bool(reads - self.taint.before[self.top]) or (
+                self.taint.first_touch is not None and self.taint.first_touch <= self.top
+                and bool(slices.called_names(node) & slices.WORLD_READS or reads & slices.WORLD_MODULES))
+            module_name = isinstance(node, ast.Name) and (node.id in self.owner.numpy_names or node.id == "math")
+            if not program and not module_name:  # an expected side: known now, or computed by the slice
+                try:
+                    values.append(self.expected(node, computed=True))
+                    return ast.Name(f"{check_exprs.VALUE}{len(values) - 1}", ast.Load())
+                except Unknown:
+                    pass
+            if not structural and (program or reads) and not _bare_constants(node):
+                secret = self.taint.revealed(node, self.top, self.top_statement, self.owner.scope.data)
+                if secret:
+                    raise _NotRewritable(f"line {where.lineno}: a check whose side reads {sorted(secret)[0]}, a value "
+                                         f"of the test's own the program was not given, in the program's process")
+                leaves.append(node)
+                return ast.Name(f"{check_exprs.LEAF}{len(leaves) - 1}", ast.Load())
+
+        def side(n: ast.expr, names: set[str] = bound) -> ast.expr:
+            return self.parent_side(n, names, leaves, values, where)
+
+        if isinstance(node, ast.Compare):
+            return ast.Compare(side(node.left), node.ops, [side(c) for c in node.comparators])
+        if isinstance(node, ast.BoolOp):
+            return ast.BoolOp(node.op, [side(v) for v in node.values])
+        if isinstance(node, ast.UnaryOp):
+            return ast.UnaryOp(node.op, side(node.operand))
+        if isinstance(node, ast.BinOp):
+            return ast.BinOp(side(node.left), node.op, side(node.right))
+        if isinstance(node, ast.IfExp):
+            return ast.IfExp(side(node.test), side(node.body), side(node.orelse))
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            return type(node)([side(e) for e in node.elts], *([ast.Load()] if not isinstance(node, ast.Set) else []))
+        if isinstance(node, ast.Subscript):
+            index = node.slice
+            if isinstance(index, ast.Slice):
+                index = ast.Slice(*[None if p is None else side(p) for p in (index.lower, index.upper, index.step)])
+            else:
+                index = side(index)
+            return ast.Subscript(side(node.value), index, ast.Load())
+        if isinstance(node, (ast.GeneratorExp, ast.ListComp, ast.SetComp)):
+            generators, inner = [], set(bound)
+            for g in node.generators:
+                if g.is_async:
+                    raise _NotRewritable(f"line {where.lineno}: an async comprehension")
+                iterable = side(g.iter, inner)
+                inner = inner | {t.id for t in ast.walk(g.target) if isinstance(t, ast.Name)}
+                generators.append(ast.comprehension(g.target, iterable, [side(c, inner) for c in g.ifs], 0))
+            return type(node)(side(node.elt, inner), generators)
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and not (isinstance(func.value, ast.Name)
+                                                        and (func.value.id in self.owner.numpy_names
+                                                             or func.value.id == "math")):
+                func = ast.Attribute(side(func.value), func.attr, ast.Load())
+            args = [ast.Starred(side(a.value), ast.Load()) if isinstance(a, ast.Starred) else side(a) for a in node.args]
+            return ast.Call(func, args, [ast.keyword(k.arg, side(k.value)) for k in node.keywords])
+        raise _NotRewritable(f"line {where.lineno}: a check the parent cannot decide ({type(node).__name__})")
 
     def approx(self, node: ast.expr) -> tuple[Any, dict] | None:
         """``pytest.approx(known, rel=..., abs=...)`` -> (expected, tolerance)."""
@@ -268,7 +384,7 @@ class _FunctionRewriter:
             if kw.arg not in ("rel", "abs"):
                 raise _NotRewritable(f"pytest.approx({kw.arg}=...)")
             tolerance[kw.arg] = self.expected(kw.value)
-        return self.expected(node.args[0]), tolerance
+        return self.expected(node.args[0], computed=True), tolerance
 
     def truthy(self, node: ast.expr, op: str, where: ast.stmt, required: bool) -> ast.stmt:
         array_check = self.array_check(node, op, where, required)
@@ -281,8 +397,9 @@ class _FunctionRewriter:
             if cmp is not None:
                 return self.comparison(node.left, cmp, node.comparators[0], where, required)
         if _has_compare(node):
-            # The comparison would run in the child, where the program's objects decide it.
-            raise _NotRewritable(f"line {where.lineno}: a truthy check with a comparison inside")
+            # The comparison would run in the child, where the program's objects decide it:
+            # the parent decides it, on the leaves the child reports.
+            return self.expression(node if op == "truthy" else ast.UnaryOp(ast.Not(), node), where, required)
         return self.report(node, op, True if op == "truthy" else False, None, where, required)
 
     def array_check(self, node: ast.expr, op: str, where: ast.stmt, required: bool) -> ast.stmt | None:
@@ -302,12 +419,12 @@ class _FunctionRewriter:
         tolerance = {k: self.expected(bound[k]) for k in params[2:] if k in bound}
         for actual, known, first in ((bound["a"], bound["b"], True), (bound["b"], bound["a"], False)):
             try:
-                expected = self.expected(self.unwrapped_array(known))
+                expected = self.expected(self.unwrapped_array(known), computed=True)
             except Unknown:
                 continue
             tolerance |= {"actual_first": first, "negate": op == "falsy"}
             return self.report(actual, name, expected, tolerance, where, required)
-        raise _NotRewritable(f"line {where.lineno}: {base}.{name} of two values computed at run time")
+        return self.expression(node if op == "truthy" else ast.UnaryOp(ast.Not(), node), where, required)
 
     def unwrapped_array(self, node: ast.expr) -> ast.expr:
         """``np.array(x)`` / ``np.asarray(x)`` -> ``x``: numpy's comparisons take lists as arrays."""
@@ -324,12 +441,72 @@ class _FunctionRewriter:
             return [s for value in test.values
                     for s in self.assert_statement(ast.copy_location(ast.Assert(value, None), node), required)]
         if isinstance(test, ast.Compare):
-            if len(test.ops) != 1:
-                raise _NotRewritable(f"line {node.lineno}: a chained comparison")
+            if len(test.ops) != 1:  # 0 < f(x) < 3: decided in the parent as a whole
+                return [self.expression(test, node, required)]
             return [self.comparison(test.left, test.ops[0], test.comparators[0], node, required)]
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             return [self.truthy(test.operand, "falsy", node, required)]
         return [self.truthy(test, "truthy", node, required)]
+
+    def library_call(self, call: ast.Call, where: ast.stmt, required: bool) -> ast.stmt | None:
+        """numpy's and pandas' testing assertions and a mock's call assertions -> a report,
+        or None when the call is none of them."""
+        name = _dotted(call.func) or ""
+        base, _, last = name.rpartition(".")
+        if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+            return None
+        keywords = {k.arg: k.value for k in call.keywords if k.arg not in ("err_msg", "verbose", "obj")}
+        if last in _NUMPY_TESTING and base.endswith("testing") and base.split(".")[0] in self.owner.numpy_names:
+            params = _NUMPY_TESTING[last]
+            if len(call.args) < 2 or len(call.args) > 2 + len(params) or set(keywords) - set(params):
+                raise _NotRewritable(f"line {where.lineno}: {name} with arguments it does not take")
+            given = dict(zip(params, call.args[2:])) | keywords
+            tolerance = {k: self.expected(v) for k, v in given.items()}
+            op, tolerance = _numpy_testing_site(last, tolerance)
+            return self.known_or_pair(call.args[0], call.args[1], op, tolerance, where, required, frame=False)
+        if last in ("assert_frame_equal", "assert_series_equal") and base.endswith("testing"):
+            if len(call.args) != 2 or set(keywords) - _FRAME_OPTIONS:
+                raise _NotRewritable(f"line {where.lineno}: {name} with arguments it does not take")
+            tolerance = {k: self.expected(v) for k, v in keywords.items()}
+            if tolerance.get("check_like"):
+                raise _NotRewritable(f"line {where.lineno}: {name}(check_like=True)")
+            return self.known_or_pair(call.args[0], call.args[1], "frame", tolerance, where, required, frame=True)
+        if last in _MOCK_COUNTS and not call.args and not call.keywords and isinstance(call.func, ast.Attribute):
+            count = ast.Attribute(call.func.value, "call_count", ast.Load())
+            op, n = _MOCK_COUNTS[last]
+            return self.report(count, op, n, None, where, required)
+        if last in _MOCK_CALLS and isinstance(call.func, ast.Attribute):
+            mock = call.func.value
+            expected = ast.Tuple([ast.List(list(call.args), ast.Load()),
+                                  ast.Dict([ast.Constant(k.arg) for k in call.keywords],
+                                           [k.value for k in call.keywords])], ast.Load())
+            calls = ast.parse("[[list(c[0]), dict(c[1])] for c in _m.call_args_list]", mode="eval").body
+            calls.generators[0].iter.value = mock
+            try:
+                value = self.expected(expected, computed=True)
+            except Unknown:
+                raise _NotRewritable(f"line {where.lineno}: {name} with arguments computed at run time") from None
+            return self.report(calls, "mock_" + last.removeprefix("assert_"), value, None, where, required)
+        return None
+
+    def known_or_pair(self, actual: ast.expr, desired: ast.expr, op: str, tolerance: dict, where: ast.stmt,
+                      required: bool, frame: bool) -> ast.stmt:
+        """A two-sided library assertion: the desired side known or computed by the slice (a
+        pandas object as ``FRAME``'s description of it); else both sides reported."""
+        wrap = (lambda n: ast.Call(ast.Name(FRAME, ast.Load()), [n], [])) if frame else (lambda n: n)
+        for first, (a, b) in ((True, (actual, desired)), (False, (desired, actual))):
+            try:
+                expected = self.expected(b if frame else self.unwrapped_array(b), computed=True)
+            except Unknown:
+                continue
+            if frame:
+                if not isinstance(expected, Computed):
+                    continue  # a literal is no DataFrame
+                operand = self.owner.operands[expected.index]  # the slice describes it as the child does
+                operand.source = f"{FRAME}({operand.source})"
+            return self.report(wrap(a), op, expected, tolerance | {"actual_first": first}, where, required)
+        pair = ast.List([wrap(actual), wrap(desired)], ast.Load())
+        return self.report(pair, op, None, tolerance | {"pair": True}, where, required)
 
     def unittest_call(self, call: ast.Call, where: ast.stmt, required: bool) -> ast.stmt | None:
         """``self.assertX(...)`` -> a report, or None when it is no unittest assertion."""
@@ -351,7 +528,9 @@ class _FunctionRewriter:
             if op == "count_equal":
                 for actual, known in ((args[0], args[1]), (args[1], args[0])):
                     try:
-                        return self.report(actual, op, list(self.expected(known)), None, where, required)
+                        expected = self.expected(known, computed=True)
+                        expected = expected if isinstance(expected, Computed) else list(expected)
+                        return self.report(actual, op, expected, None, where, required)
                     except (Unknown, TypeError):
                         continue
                 raise _NotRewritable(f"line {where.lineno}: {name} of two values computed at run time")
@@ -362,9 +541,20 @@ class _FunctionRewriter:
                 tolerance["places"] = self.expected(args[2])
             for actual, known in ((args[0], args[1]), (args[1], args[0])):
                 try:
-                    return self.report(actual, "almost", self.expected(known), tolerance, where, required)
+                    return self.report(actual, "almost", self.expected(known, computed=True), tolerance, where,
+                                       required)
                 except Unknown:
                     continue
+            # neither side known: unittest's own test, decided in the parent
+            difference = ast.Call(ast.Name("abs", ast.Load()), [ast.BinOp(args[0], ast.Sub(), args[1])], [])
+            if "delta" in keywords:
+                check = ast.Compare(difference, [ast.LtE()], [keywords["delta"]])
+            else:
+                places = args[2] if len(args) >= 3 else keywords.get("places", ast.Constant(7))
+                check = ast.Compare(ast.Call(ast.Name("round", ast.Load()), [difference, places], []),
+                                    [ast.Eq()], [ast.Constant(0)])
+            equal = ast.Compare(args[0], [ast.Eq()], [args[1]])
+            return self.expression(ast.BoolOp(ast.Or(), [equal, check]), where, required)
         if name in ("assertRaises", "assertRaisesRegex") and len(args) >= (3 if name.endswith("Regex") else 2):
             names = _exception_names(args[0])
             tolerance = {"match": self.expected(args[1])} if name.endswith("Regex") else None
@@ -396,7 +586,12 @@ class _FunctionRewriter:
             tolerance = {"match": self.expected(call.args[1])} if name.endswith("Regex") else None
         else:
             return None
-        site = self.site("raises", _exception_names(call.args[0]), tolerance, node.lineno, required)
+        names = _exception_names(call.args[0])
+        if set(names) & {"AssertionError", "Exception", "BaseException"} and any(
+                slices._has_check(s) for s in node.body):
+            # a check expected to fail: it must run as it is
+            raise _NotRewritable(f"line {node.lineno}: a check inside a block that expects it to fail")
+        site = self.site("raises", names, tolerance, node.lineno, required)
         if isinstance(node.items[0].optional_vars, ast.Name):
             self.owner.raises_names.add(node.items[0].optional_vars.id)
         hook = ast.Call(ast.Name(RAISES, ast.Load()), [ast.Constant(site)], [])
@@ -410,6 +605,9 @@ class _FunctionRewriter:
                 out += self.assert_statement(node, straight)
             elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) \
                     and (rewritten := self.unittest_call(node.value, node, straight)) is not None:
+                out.append(rewritten)
+            elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) \
+                    and (rewritten := self.library_call(node.value, node, straight)) is not None:
                 out.append(rewritten)
             elif isinstance(node, ast.With) and (rewritten := self.raises_with(node, straight)) is not None:
                 out.append(rewritten)
@@ -427,8 +625,61 @@ class _FunctionRewriter:
         return out
 
 
+# numpy.testing's assertions: their keyword parameters after (actual, desired), in order
+_NUMPY_TESTING = {"assert_array_equal": ("strict",), "assert_equal": (),
+                  "assert_array_almost_equal": ("decimal",), "assert_almost_equal": ("decimal",),
+                  "assert_allclose": ("rtol", "atol", "equal_nan")}
+_FRAME_OPTIONS = {"check_dtype", "check_names", "check_exact", "rtol", "atol", "check_index_type",
+                  "check_column_type", "check_freq", "check_like", "check_series_type", "check_flags",
+                  "check_datetimelike_compat", "check_categorical"}
+_MOCK_COUNTS = {"assert_called_once": ("==", 1), "assert_not_called": ("==", 0), "assert_called": (">=", 1)}
+_MOCK_CALLS = {"assert_called_once_with", "assert_called_with", "assert_any_call"}
+
+
+def _numpy_testing_site(name: str, given: dict) -> tuple[str, dict]:
+    """(site operator, tolerance) of a numpy.testing assertion (numpy's defaults)."""
+    if name in ("assert_array_equal", "assert_equal"):
+        if given.get("strict"):
+            raise _NotRewritable(f"{name}(strict=True)")
+        return "array_equal", {"equal_nan": True}
+    if name in ("assert_array_almost_equal", "assert_almost_equal"):
+        return "array_almost", {"decimal": given.get("decimal", 6 if name == "assert_array_almost_equal" else 7)}
+    return "allclose", {"rtol": given.get("rtol", 1e-07), "atol": given.get("atol", 0),
+                        "equal_nan": given.get("equal_nan", True)}
+
+
+def _bare_constants(node: ast.expr) -> bool:
+    """Whether ``node`` holds a literal other than an index, a call's argument or a string
+    (``x + 5``: a value of the test's own, to be kept out of the program's process; ``path /
+    'out.txt'`` builds an input)."""
+    allowed = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Subscript):
+            allowed |= {id(c) for c in ast.walk(n.slice)}
+        elif isinstance(n, ast.Call):
+            allowed |= {id(c) for a in [*n.args, *(k.value for k in n.keywords)] for c in ast.walk(a)}
+    return any(isinstance(n, ast.Constant) and id(n) not in allowed and not isinstance(n.value, str)
+               for n in ast.walk(node))
+
+
 def _cmp_node(op: str) -> ast.cmpop:
     return next(k for k, v in _EQ_OPS.items() if v == op)()
+
+
+_ARITY = {**{name: 2 for name in _UNITTEST_BINARY}, **{name: 1 for name in _UNITTEST_UNARY},
+          "assertAlmostEqual": 3, "assertNotAlmostEqual": 3, "assertIsInstance": 2, "assertNotIsInstance": 2,
+          "assertRegex": 2, "assertNotRegex": 2}
+
+
+def _strip_messages(fn: ast.FunctionDef) -> None:
+    """Removes the failure messages (``msg``) of ``self.assertX`` calls: the rewrite words
+    its own, and a message that reads an expected value must not count as another use of it."""
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name) \
+                and n.func.value.id == "self" and n.func.attr in _ARITY \
+                and not any(isinstance(a, ast.Starred) for a in n.args):
+            n.args = n.args[:_ARITY[n.func.attr]]
+            n.keywords = [k for k in n.keywords if k.arg != "msg"]
 
 
 def _known_locals(fn: ast.FunctionDef) -> dict[str, Any]:
@@ -460,10 +711,26 @@ def _loads(fn: ast.FunctionDef) -> dict[str, int]:
 
 
 class _ScriptRewriter:
-    def __init__(self, numpy_names: set[str]):
+    def __init__(self, numpy_names: set[str], scope: slices.ModuleScope | None = None):
         self.sites: list[Site] = []
         self.raises_names: set[str] = set()  # `as` names of raises-blocks: their .match() is a check
         self.numpy_names = numpy_names  # names the script reaches numpy by
+        self.scope = scope  # what the module binds without the program (None: no computed sides)
+        self.operands: list[slices.Operand] = []  # expected sides the slice computes
+        self.taints: dict[str, slices.FunctionTaint] = {}
+        self.computed_names: set[str] = set()  # module names and self attributes the operands read
+
+    def operand(self, node: ast.expr, qualname: str, top: int) -> Computed:
+        self.operands.append(slices.Operand(qualname, top, ast.unparse(node), getattr(node, "lineno", 0)))
+        return Computed(len(self.operands) - 1)
+
+    def taint(self, fn: ast.FunctionDef, qualname: str) -> slices.FunctionTaint | None:
+        if self.scope is None:
+            return None
+        cls = qualname.split(".")[0] if "." in qualname else ""
+        scope = self.scope
+        return slices.FunctionTaint(fn, scope.clean, scope.attributes.get(cls, set()), scope.methods.get(cls, set()),
+                                    scope.all_attributes.get(cls, set()), scope.data)
 
     def function(self, fn: ast.FunctionDef, qualname: str) -> None:
         """Rewrites ``fn`` in place. A local used both as an expected value and as anything
@@ -471,18 +738,25 @@ class _ScriptRewriter:
         child's could differ."""
         if isinstance(fn, ast.AsyncFunctionDef):
             raise _NotRewritable(f"{qualname}: an async test")
+        _strip_messages(fn)
         original_body = fn.body
         known = _known_locals(fn)
         loads = _loads(fn)
+        taint = self.taint(fn, qualname)
         while True:
-            mark = len(self.sites)
+            mark, operands_mark = len(self.sites), len(self.operands)
             fn.body = [_deep_copy(s) for s in original_body]
-            rewriter = _FunctionRewriter(self, qualname, known)
-            fn.body = rewriter.block(fn.body, True)
+            rewriter = _FunctionRewriter(self, qualname, known, taint)
+            body: list[ast.stmt] = []
+            for top, statement in enumerate(fn.body):
+                rewriter.top, rewriter.top_statement = top, statement
+                body += rewriter.block([statement], True)
+            fn.body = body
             shared = [name for name, used in rewriter.used_known.items() if used != loads.get(name, 0)]
             if not shared:
                 break
             del self.sites[mark:]
+            del self.operands[operands_mark:]
             for name in shared:
                 known.pop(name)
         if rewriter.count == 0:
@@ -492,12 +766,120 @@ class _ScriptRewriter:
         dropped = set(rewriter.used_known)
         fn.body = [s for s in fn.body if not (isinstance(s, ast.Assign) and len(s.targets) == 1
                                               and isinstance(s.targets[0], ast.Name) and s.targets[0].id in dropped)]
+        if taint is not None and len(self.operands) > operands_mark:
+            self.taints[qualname] = taint
+            local = {n for n in rewriter.computed_names if n not in self.scope.clean and not n.startswith("self.")}
+            bound = {n for s in fn.body for n in slices.bound_names(s)}
+            fn.body, kept = slices.drop_expected_only(fn.body, local, taint.every_attribute, bound)
+            if kept:
+                raise _NotRewritable(f"{qualname}: the statement that computes {sorted(kept)[0]} cannot be left out")
+            self.computed_names |= rewriter.computed_names - local
         if not fn.body:
             fn.body = [ast.Pass()]
 
 
 def _deep_copy(node: ast.AST) -> ast.AST:
     return copy.deepcopy(node)
+
+
+_SPECIAL_METHODS = {"setUp", "tearDown", "setUpClass", "tearDownClass", "setup_method", "teardown_method"}
+
+
+def _inline_helpers(module: ast.Module, framework: str) -> None:
+    """Writes out, in each test function, the calls of a helper method that checks
+    (``self.check_plot(ax, expected)`` as a statement): the helper's body with its parameters
+    bound first and its locals renamed (``_h3_ax``), so that its checks are rewritten as the
+    test's own. A helper with a ``return``, ``*args``, decorators or a nested function is
+    left as it is (and its checks with it: the test stays in-process). A helper no longer
+    called is removed."""
+    counter = [0]
+    test_classes = {q.split(".")[0] for _, q in _test_functions(module, framework) if "." in q}
+    for cls in [n for n in module.body if isinstance(n, ast.ClassDef) and n.name in test_classes]:
+        helpers = {m.name: m for m in cls.body if isinstance(m, ast.FunctionDef) and not m.name.startswith("test")
+                   and not m.name.startswith("__") and m.name not in _SPECIAL_METHODS and _inlinable(m)}
+        if not helpers:
+            continue
+
+        def expand(statements: list[ast.stmt], depth: int) -> list[ast.stmt]:
+            out: list[ast.stmt] = []
+            for st in statements:
+                call = st.value if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) else None
+                helper = None
+                if call is not None and isinstance(call.func, ast.Attribute) \
+                        and isinstance(call.func.value, ast.Name) and call.func.value.id == "self":
+                    helper = helpers.get(call.func.attr)
+                bound = _bind_call(helper, call) if helper is not None and depth < 4 else None
+                if bound is None:
+                    for field in ("body", "orelse", "finalbody"):
+                        if isinstance(getattr(st, field, None), list) and not isinstance(st, (ast.FunctionDef,
+                                                                                            ast.ClassDef)):
+                            setattr(st, field, expand(getattr(st, field), depth))
+                    for handler in getattr(st, "handlers", ()):
+                        handler.body = expand(handler.body, depth)
+                    out.append(st)
+                    continue
+                counter[0] += 1
+                prefix = f"_h{counter[0]}_"
+                local = {a.arg for a in helper.args.args[1:]} | {n for s in helper.body for n in slices.bound_names(s)}
+                body = [copy.deepcopy(s) for s in helper.body]
+                for s in body:
+                    for n in ast.walk(s):
+                        if isinstance(n, ast.Name) and n.id in local:
+                            n.id = prefix + n.id
+                        elif isinstance(n, ast.arg) and n.arg in local:
+                            n.arg = prefix + n.arg
+                assigns = [ast.copy_location(ast.Assign([ast.Name(prefix + name, ast.Store())], value), st)
+                           for name, value in bound]
+                out += [ast.fix_missing_locations(ast.copy_location(a, st)) for a in assigns]
+                for s in body:
+                    for n in ast.walk(s):
+                        if hasattr(n, "lineno"):
+                            ast.copy_location(n, st)
+                out += expand(body, depth + 1)
+            return out
+
+        for m in cls.body:
+            if isinstance(m, ast.FunctionDef) and m.name.startswith("test"):
+                m.body = expand(m.body, 0)
+        used = {n.attr for m in cls.body if not (isinstance(m, ast.FunctionDef) and m.name in helpers)
+                for n in ast.walk(m) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+                and n.value.id == "self"}
+        cls.body = [m for m in cls.body if not (isinstance(m, ast.FunctionDef) and m.name in helpers
+                                                and m.name not in used)] or [ast.Pass()]
+
+
+def _inlinable(fn: ast.FunctionDef) -> bool:
+    args = fn.args
+    if fn.decorator_list or args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs or not args.args \
+            or args.args[0].arg != "self":
+        return False
+    for n in ast.walk(fn):
+        if isinstance(n, (ast.Return, ast.Yield, ast.YieldFrom, ast.Global, ast.Nonlocal, ast.Lambda,
+                          ast.AsyncFunctionDef, ast.ClassDef)) \
+                or (isinstance(n, ast.FunctionDef) and n is not fn):
+            return False
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self" \
+                and n.attr == fn.name:
+            return False  # recursive
+    return True
+
+
+def _bind_call(helper: ast.FunctionDef, call: ast.Call) -> list[tuple[str, ast.expr]] | None:
+    """(parameter, argument) for each parameter of ``helper`` called by ``call``, defaults
+    included; None when the call's arguments do not bind plainly."""
+    params = [a.arg for a in helper.args.args[1:]]
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords) \
+            or len(call.args) > len(params):
+        return None
+    given = dict(zip(params, call.args))
+    for k in call.keywords:
+        if k.arg not in params or k.arg in given:
+            return None
+        given[k.arg] = k.value
+    defaults = dict(zip(params[len(params) - len(helper.args.defaults):], helper.args.defaults))
+    if set(params) - set(given) - set(defaults):
+        return None
+    return [(p, given.get(p, defaults.get(p))) for p in params]
 
 
 def _drop_redefined(module: ast.Module) -> None:
@@ -572,17 +954,42 @@ class RewrittenScript:
     script: str
     sites: list[Site]
     functions: list[str]
+    slice: str | None = None  # the slice that computes the Computed sides (harness.verdicts.slices)
+    context: str = ""  # the code the slice runs on
+    fallback: str = ""  # the script as it was: run in-process where the slice fails
+    operands: list = dataclasses.field(default_factory=list)  # slices.Operand, by index
 
     def table(self) -> dict:
         """What the parent keeps (``TestCase.expected`` of the rewritten test), as JSON-able
-        plain data: expected values as plaindata trees."""
-        return {"functions": list(self.functions),
-                "sites": [{"op": s.op, "expected": plaindata.to_tree(s.expected), "tolerance": s.tolerance,
-                           "function": s.function, "line": s.line, "required": s.required} for s in self.sites]}
+        plain data: expected values as plaindata trees; a side the slice computes as
+        ``"computed": k`` (its operand), filled in by ``harness.verdicts.expected``."""
+        sites = []
+        for s in self.sites:
+            site = {"op": s.op, "expected": None, "tolerance": s.tolerance, "function": s.function, "line": s.line,
+                    "required": s.required}
+            if isinstance(s.expected, Computed):
+                site["computed"] = s.expected.index
+            else:
+                site["expected"] = plaindata.to_tree(s.expected)
+            if s.values is not None:
+                site["values"] = [None if isinstance(v, Computed) else plaindata.to_tree(v) for v in s.values]
+                site["computed_in"] = [[k, v.index] for k, v in enumerate(s.values) if isinstance(v, Computed)]
+            sites.append(site)
+        table = {"functions": list(self.functions), "sites": sites}
+        if self.slice is not None:
+            table["slice"] = {"context": self.context, "fallback": self.fallback,
+                              "functions": [op.function for op in self.operands]}
+        return table
 
 
-def rewrite_script(script: str, framework: str) -> tuple[RewrittenScript | None, str]:
-    """(the rewritten script, "") or (None, why it stays in-process)."""
+def rewrite_script(script: str, framework: str, context: str = "") -> tuple[RewrittenScript | None, str]:
+    """(the rewritten script, "") or (None, why it stays in-process). ``context``: trusted
+    module-level code the script's names may come from (``slices.context_of``)."""
+    with slices.memo():
+        return _rewrite_script(script, framework, context)
+
+
+def _rewrite_script(script: str, framework: str, context: str) -> tuple[RewrittenScript | None, str]:
     from codea1.harness.verdicts.syntax import (
         parse_untrusted,  # parent side: this module's imports travel to the sandbox
     )
@@ -592,7 +999,10 @@ def rewrite_script(script: str, framework: str) -> tuple[RewrittenScript | None,
     except SyntaxError as exc:
         return None, f"syntax error: {exc}"
     _drop_redefined(module)
-    rewriter = _ScriptRewriter(_numpy_names(module))
+    _inline_helpers(module, framework)
+    scope = slices.module_scope(module, context, framework)
+    pristine = copy.deepcopy(module)
+    rewriter = _ScriptRewriter(_numpy_names(module), scope)
     functions = _test_functions(module, framework)
     if not functions:
         return None, "no test function"
@@ -601,6 +1011,9 @@ def rewrite_script(script: str, framework: str) -> tuple[RewrittenScript | None,
             if any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in ast.walk(fn)):
                 raise _NotRewritable(f"{qualname}: a generator test")
             rewriter.function(fn, qualname)
+        if rewriter.operands:
+            with slices.no_memo():  # the rewrite changed the classes' methods
+                _drop_shared_expected(module, rewriter, scope)
     except (_NotRewritable, Unknown) as exc:
         return None, str(exc)
     left = _left_checks(module, rewriter.raises_names)
@@ -611,6 +1024,10 @@ def rewrite_script(script: str, framework: str) -> tuple[RewrittenScript | None,
         del table_check
     except plaindata.PlainDataError as exc:
         return None, f"an expected value that is not plain data: {exc}"
+    sliced = None
+    if rewriter.operands:
+        sliced = slices.slice_script(pristine, framework, scope, rewriter.taints, rewriter.operands, REPORT,
+                                     IMPORT_LINE)
     # Names the test module binds itself (its imports, `from solution import f`, helpers)
     # keep their meaning; any other name that shadows a builtin (the program's `len`,
     # `isinstance`, arriving by `from solution import *` or through the solution's namespace)
@@ -618,15 +1035,50 @@ def rewrite_script(script: str, framework: str) -> tuple[RewrittenScript | None,
     keep = sorted(_top_level_names(module))
     text = (IMPORT_LINE + ast.unparse(ast.fix_missing_locations(module))
             + f"\n{UNSHADOW}(globals(), {keep!r})\n")
-    return RewrittenScript(text, rewriter.sites, [q for _, q in functions]), ""
+    return RewrittenScript(text, rewriter.sites, [q for _, q in functions], sliced, context, script,
+                           rewriter.operands), ""
 
 
-def rewrite_test(test):
+def _drop_shared_expected(module: ast.Module, rewriter: _ScriptRewriter, scope: slices.ModuleScope) -> None:
+    """Leaves out of the rewritten module the setUp statements and module-level assignments
+    that compute only expected sides the slice computes (nothing else reads them): their
+    values stay out of the program's process. Raises when one of them cannot be left out."""
+    names = rewriter.computed_names
+    attributes = {n for n in names if n.startswith("self.")}
+    data = names & scope.data
+    for cls in [n for n in module.body if isinstance(n, ast.ClassDef)]:
+        every = scope.all_attributes.get(cls.name, set())
+        setups = [m for m in cls.body if isinstance(m, ast.FunctionDef) and m.name in slices.SETUP_METHODS]
+        others = [m for m in cls.body if not any(m is x for x in setups)]
+        read_elsewhere = set()
+        for m in others:
+            read_elsewhere |= slices.loaded_names(m, every)
+        for m in setups:
+            m.body, kept = slices.drop_expected_only(m.body, attributes - read_elsewhere, every)
+            if kept:
+                raise _NotRewritable(f"{cls.name}.{m.name}: the statement that computes {sorted(kept)[0]} "
+                                     f"cannot be left out")
+    if data:
+        read_elsewhere = set()
+        for node in module.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                read_elsewhere |= slices.loaded_names(node)
+        defs = [n for n in module.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+        rest = [n for n in module.body if not any(n is d for d in defs)]
+        kept_rest, kept = slices.drop_expected_only(rest, data - read_elsewhere, set())
+        if kept:
+            raise _NotRewritable(f"the module-level statement that computes {sorted(kept)[0]} cannot be left out")
+        module.body = [n for n in module.body if any(n is d for d in defs) or any(n is k for k in kept_rest)]
+
+
+def rewrite_test(test, context: str = ""):
     """A script ``TestCase`` judged in the parent where its script can be rewritten; the test
-    itself (judged in-process) where it cannot."""
+    itself (judged in-process) where it cannot. A rewritten test whose expected sides the
+    slice computes carries the slice as its ``expected_source``: it runs only once
+    ``harness.verdicts.expected`` has settled them."""
     if test.kind != "script" or test.judged == "parent":
         return test
-    rewritten, _why = rewrite_script(test.script, test.framework or "unittest")
+    rewritten, _why = rewrite_script(test.script, test.framework or "unittest", context)
     if rewritten is None:
         return test
     return _judged_in_parent(test, rewritten)
@@ -634,17 +1086,50 @@ def rewrite_test(test):
 
 def _judged_in_parent(test, rewritten: RewrittenScript):
     return dataclasses.replace(test, script=rewritten.script, judged="parent", expected=rewritten.table(),
-                               has_expected=True)
+                               has_expected=True, expected_source=rewritten.slice)
 
 
-def split_test(test) -> list:
+REWRITE_VERSION = "1"  # bump when what a rewrite produces changes: the disk cache keys on it
+
+
+def split_test(test, context: str = "") -> list:
+    """``_split_test``, remembered on disk by the test's content (the cache folder's
+    ``rewrites/``): loading a benchmark rewrites each script once, not on every run."""
+    if test.kind != "script" or test.judged == "parent":
+        return [test]
+    import hashlib
+    import json
+    import os
+
+    from codea1.harness.records import TestCase
+    from codea1.harness.verdicts.reference import cache_dir
+
+    digest = hashlib.sha256("\0".join((REWRITE_VERSION, test.id, test.framework or "", context,
+                                       test.script)).encode()).hexdigest()
+    path = cache_dir() / "rewrites" / f"{digest}.json"
+    try:
+        return [TestCase.from_json(t) for t in json.loads(path.read_text())]
+    except (OSError, ValueError, TypeError, KeyError):
+        pass
+    tests = _split_test(test, context)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps([t.to_json() for t in tests]))
+        os.replace(tmp, path)
+    except (OSError, ValueError, TypeError):
+        pass  # a read-only cache, or a value JSON cannot hold: rewritten again next time
+    return tests
+
+
+def _split_test(test, context: str = "") -> list:
     """For benchmark loaders: a script test as ``rewrite_test`` makes it where the whole
     script can be rewritten; else, where some of its test functions can (each with the
     module's other statements), two tests: the rewritable functions, judged in the parent
     (same id), and the others, judged in-process (id + "/in-process"); else the test as it
     is. (unittest runs each method on its own instance, pytest each function: taking some
     out does not change how the others run, but for state one test leaves to the next.)"""
-    whole = rewrite_test(test)
+    whole = rewrite_test(test, context)
     if whole is not test or test.kind != "script" or test.judged == "parent":
         return [whole]
     framework = test.framework or "unittest"
@@ -656,10 +1141,10 @@ def split_test(test) -> list:
         return [test]
     _drop_redefined(module)
     names = [q for _, q in _test_functions(module, framework)]
-    alone = [q for q in names if rewrite_script(_without(module, framework, set(names) - {q}), framework)[0]]
+    alone = [q for q in names if rewrite_script(_without(module, framework, set(names) - {q}), framework, context)[0]]
     if not alone:
         return [test]
-    rewritten, _why = rewrite_script(_without(module, framework, set(names) - set(alone)), framework)
+    rewritten, _why = rewrite_script(_without(module, framework, set(names) - set(alone)), framework, context)
     if rewritten is None:
         return [test]
     rest = dataclasses.replace(test, id=f"{test.id}/in-process", script=_without(module, framework, set(alone)))

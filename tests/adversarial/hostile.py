@@ -30,6 +30,7 @@ import pytest
 from codea1.harness.records import TIMEOUT, ExecJob, Problem, TestCase
 from codea1.harness.verdicts.asserts import parse_assert
 from codea1.harness.verdicts.execution import batch_timeout, run_jobs, time_limits
+from codea1.harness.verdicts.expected import settle_expected_sources
 from codea1.harness.verdicts.judge import RECHECK, judge
 from codea1.harness.verdicts.script_tests import split_test
 
@@ -792,7 +793,9 @@ def run_program_cases(executor, cases: list[ProgramCase], problems: dict[str, Pr
     """All cases in one executor batch; one row per case: its verdict and whether it kept
     its promise."""
     floors = {"bigcodebench": 30.0, "bigcodebench-hand": 30.0}
-    jobs = {c.name: program_job(c, problems[c.problem], floors.get(c.problem, 1.0)) for c in cases}
+    # expected sides the slices compute, settled once per problem as every flow settles them
+    settled = dict(zip(problems, settle_expected_sources(executor, list(problems.values()), memory_mb=8192)))
+    jobs = {c.name: program_job(c, settled[c.problem], floors.get(c.problem, 1.0)) for c in cases}
     raws = run_jobs(executor, list(jobs.values()))
     verdicts = {c.name: judge(c.problem, 0, jobs[c.name], raws[jobs[c.name].job_id]) for c in cases}
     # A digest that differs from the reference's is "recheck": the evaluation reruns the job

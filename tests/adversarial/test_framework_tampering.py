@@ -25,7 +25,7 @@ from codea1.benchmarks.kodcode import golden_tests
 from codea1.harness.records import Problem, TestCase
 from codea1.harness.verdicts.script_tests import split_test
 
-# -- problems whose script tests stay judged in-process (expected sides computed at run time) --
+# -- problems whose script tests stay judged in-process (checks the test makes by itself) ------
 
 BCB_SCRIPT = '''\
 import unittest
@@ -34,11 +34,13 @@ import unittest
 class TestCases(unittest.TestCase):
     def test_1_small(self):
         data = [3, 1, 2]
-        self.assertEqual(task_func(list(data)), sorted(data))
+        if task_func(list(data)) != sorted(data):
+            self.fail("not sorted")
 
     def test_2_big(self):
         data = [9, 7, 8, 1, 5]
-        self.assertEqual(task_func(list(data)), sorted(data))
+        if task_func(list(data)) != sorted(data):
+            self.fail("not sorted")
 
     def test_3_message(self):
         pattern = "^no data$".strip()
@@ -57,7 +59,8 @@ from solution import scale
 
 def test_1_small():
     xs = [1, 2]
-    assert scale(xs, 2) == [x * 2 for x in xs]
+    if scale(xs, 2) != [x * 2 for x in xs]:
+        raise AssertionError("not scaled")
 
 
 def test_2_negative():
@@ -69,7 +72,8 @@ def test_2_negative():
 class TestBig:
     def test_3_big(self):
         xs = [1, 2, 3, 4, 5]
-        assert scale(xs, 3) == [x * 3 for x in xs]
+        if scale(xs, 3) != [x * 3 for x in xs]:
+            raise AssertionError("not scaled")
 '''
 KOD_REFERENCE = "def scale(xs, k):\n    if k < 0:\n        raise ValueError('negative factor')\n" \
                 "    return [x * k for x in xs]\n"
@@ -517,15 +521,20 @@ import unittest
 
 
 class TestCases(unittest.TestCase):
+    # a helper that returns is not written out into the tests: its check stays in-process
+    def sorted_as(self, result, data):
+        self.assertEqual(result, sorted(data))
+        return result
+
     def test_1_small(self):
         data = [3, 1, 2]
         result = task_func(list(data))
-        self.assertEqual(result, sorted(data))
+        self.sorted_as(result, data)
 
     def test_2_big(self):
         data = [9, 7, 8, 1, 5]
         result = task_func(list(data))
-        self.assertEqual(result, sorted(data))
+        self.sorted_as(result, data)
 '''
 
 # Patches TestCase.assertEqual from inside the call, and the patch puts the original back when

@@ -156,10 +156,10 @@ def test_golden_tests_leave_tests_judged_in_process_out_of_rewards_unless_allowe
     from codea1.trainers.method.rollouts import GoldenTests
 
     script = ("from solution import scale\n\n\ndef test_scale():\n    assert scale([1, 2], 2) == [2, 4]\n\n\n"
-              "def test_scale_differs():\n    xs = [1, 2]\n    assert scale(xs, 3) != xs\n")
+              "def test_scale_differs():\n    xs = [1, 2]\n    if scale(xs, 3) == xs:\n        raise AssertionError('same')\n")
     scripts = golden_tests(script, "scale")
     in_process = [t for t in scripts if t.judged == "in-process"]
-    assert in_process  # `!=` against a value the program made: nothing for the parent to compare
+    assert in_process  # a check the test makes by itself (raise): nothing for the parent to compare
     question = Problem(task_id="scale", prompt="", entry_point="scale",
                        reference="def scale(xs, k):\n    return [x * k for x in xs]\n",
                        tests=[TestCase(id="call/0", call="scale([3], 3)", op="==", expected=[9]), *scripts])
