@@ -47,7 +47,7 @@ _TYPES = {"int": int, "float": float, "str": str, "list": list, "tuple": tuple, 
 _METHODS = {
     str: {"startswith", "endswith", "isalpha", "isdigit", "isalnum", "isupper", "islower", "isspace", "isnumeric",
           "isdecimal", "isidentifier", "istitle", "lower", "upper", "strip", "lstrip", "rstrip", "split", "count",
-          "find", "index", "replace", "join", "title", "capitalize", "splitlines", "rsplit", "casefold"},
+          "find", "index", "join", "title", "capitalize", "splitlines", "rsplit", "casefold"},
     list: {"count", "index"}, tuple: {"count", "index"},
     dict: {"keys", "values", "items", "get"},
 }

@@ -142,36 +142,64 @@ class Reporter:
         self.module.unshadow, self.module.leaves, self.module.frame = unshadow, leaves, describe_frame
 
 
+DATE_TAG = "\x00"  # a tagged date or time never equals a string a program could return
+
+
 def plain_leaf(value):
-    """A leaf as the parent can compare it: a numpy dtype as its name (numpy's dtype equals
-    its name), a date, time or datetime (Python's, pandas', numpy's) as ``[kind, ISO text]``
-    (equal, and ordered, as the values are, within one kind), a timedelta as ``["timedelta",
-    seconds]``; a list or tuple of such, item by item; anything else as it is."""
+    """A value as the parent can compare it: a numpy dtype as its name (numpy's dtype equals
+    its name); a date, time or datetime (Python's, pandas', numpy's) as ``"\\x00datetime:" +
+    ISO text`` (equal, and ordered, as the values are, within one kind and time zone), also
+    inside a pandas Series or Index or a numpy array of them; a timedelta as its seconds; a
+    path as ``"\\x00path:" + text``; a time zone as ``"\\x00tzinfo:" + name``; a list or
+    tuple of such, item by item; anything else as it is."""
     t = type(value)
     module = getattr(t, "__module__", "") or ""
     numpy = sys.modules.get("numpy")
     if numpy is not None and isinstance(value, numpy.dtype):
         return str(value)
-    if t.__name__ == "Series" and module.startswith("pandas") and len(value) <= 100_000 and numpy is not None \
-            and len(value) and all(isinstance(v, numpy.dtype) for v in value.tolist()):
-        return value.astype(str)  # DataFrame.dtypes
-    if t.__name__ in ("datetime", "Timestamp", "datetime64") and hasattr(value, "isoformat"):
-        return ["datetime", value.isoformat()]
-    if t.__name__ == "date" and module == "datetime":
-        return ["date", value.isoformat()]
-    if t.__name__ == "time" and module == "datetime":
-        return ["time", value.isoformat()]
-    if t.__name__ in ("timedelta", "Timedelta") and hasattr(value, "total_seconds"):
-        return ["timedelta", value.total_seconds()]
+    tagged = _tagged_time(value, t, module)
+    if tagged is not None:
+        return tagged
     if module == "pathlib" and hasattr(value, "as_posix"):
-        return ["path", value.as_posix()]
-    tzinfo = sys.modules.get("datetime")
-    if tzinfo is not None and isinstance(value, tzinfo.tzinfo):
-        return ["tzinfo", str(value)]
-    if t in (list, tuple) and len(value) <= 100_000:
+        return f"{DATE_TAG}path:{value.as_posix()}"
+    zones = sys.modules.get("datetime")
+    if zones is not None and isinstance(value, zones.tzinfo):
+        return f"{DATE_TAG}tzinfo:{value}"
+    if t.__name__ in ("Series", "Index", "DatetimeIndex", "TimedeltaIndex") and module.startswith("pandas") \
+            and len(value) <= 2_000_000:
+        kind = getattr(getattr(value, "dtype", None), "kind", "")
+        if kind in ("M", "m") or (kind == "O" and len(value) and any(
+                isinstance(v, numpy.dtype) or _tagged_time(v, type(v), getattr(type(v), "__module__", "") or "")
+                is not None for v in value.tolist())):
+            items = [None if str(v) == "NaT" else plain_leaf(v) for v in value.tolist()]
+            pandas = sys.modules["pandas"]
+            return pandas.Series(items, index=value.index, dtype=object) if t.__name__ == "Series" \
+                else pandas.Index(items, dtype=object)
+    if numpy is not None and t is numpy.ndarray and value.dtype.kind in ("M", "m") and value.size <= 2_000_000:
+        unit = value.astype("datetime64[us]" if value.dtype.kind == "M" else "timedelta64[us]")
+        return numpy.array([plain_leaf(v) for v in unit.astype(object).ravel().tolist()],
+                           dtype=object).reshape(value.shape)
+    if t in (list, tuple) and len(value) <= 2_000_000:
         items = [plain_leaf(v) for v in value]
         return items if t is list else tuple(items)
+    if t is dict and len(value) <= 2_000_000:
+        return {k: plain_leaf(v) for k, v in value.items()}
     return value
+
+
+def _tagged_time(value, t, module: str):
+    name = t.__name__
+    if name in ("datetime", "Timestamp", "date", "time") and (module == "datetime" or module.startswith("pandas")) \
+            and hasattr(value, "isoformat"):
+        if str(value) == "NaT":
+            return None
+        kind = "datetime" if name in ("datetime", "Timestamp") else name
+        return f"{DATE_TAG}{kind}:{value.isoformat()}"
+    if name in ("datetime64", "timedelta64") and module == "numpy":
+        return plain_leaf(value.item()) if value.item() is not None and not isinstance(value.item(), int) else None
+    if name in ("timedelta", "Timedelta") and hasattr(value, "total_seconds"):
+        return value.total_seconds()
+    return None
 
 
 def describe_frame(value):

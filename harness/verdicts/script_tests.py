@@ -730,7 +730,7 @@ class _ScriptRewriter:
         cls = qualname.split(".")[0] if "." in qualname else ""
         scope = self.scope
         return slices.FunctionTaint(fn, scope.clean, scope.attributes.get(cls, set()), scope.methods.get(cls, set()),
-                                    scope.all_attributes.get(cls, set()), scope.data)
+                                    scope.all_attributes.get(cls, set()), scope.data, scope.volatile)
 
     def function(self, fn: ast.FunctionDef, qualname: str) -> None:
         """Rewrites ``fn`` in place. A local used both as an expected value and as anything
@@ -1089,7 +1089,7 @@ def _judged_in_parent(test, rewritten: RewrittenScript):
                                has_expected=True, expected_source=rewritten.slice)
 
 
-REWRITE_VERSION = "1"  # bump when what a rewrite produces changes: the disk cache keys on it
+REWRITE_VERSION = "2"  # bump when what a rewrite produces changes: the disk cache keys on it
 
 
 def split_test(test, context: str = "") -> list:

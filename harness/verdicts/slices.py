@@ -274,6 +274,7 @@ class ModuleScope:
     attributes: dict[str, set[str]]
     methods: dict[str, set[str]]
     all_attributes: dict[str, set[str]]  # every self.X a class binds or defines
+    volatile: set[str] = dataclasses.field(default_factory=lambda: set(VOLATILE))  # calls whose answer differs by process
 
 
 def _free_of_program(node: ast.AST, clean: set[str], attributes: set[str] = frozenset()) -> bool:
@@ -311,22 +312,31 @@ def module_scope(module: ast.Module, context: str, framework: str) -> ModuleScop
                 clean -= names
         else:
             clean -= stored_names(node)
+    volatile = set(VOLATILE)
+    changed = True
+    while changed:  # a helper of the test's that reads the clock or makes a temporary folder is volatile too
+        changed = False
+        for node in module.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name not in volatile \
+                    and called_names(node) & volatile:
+                volatile.add(node.name)
+                changed = True
     attributes, methods, every = {}, {}, {}
     for node in module.body:
         if isinstance(node, ast.ClassDef):
-            attributes[node.name], methods[node.name], every[node.name] = _class_scope(node, clean)
+            attributes[node.name], methods[node.name], every[node.name] = _class_scope(node, clean, volatile)
             if not node.decorator_list and not (loaded_names(ast.Tuple(node.bases, ast.Load())) - clean - BUILTIN_NAMES):
                 clean.add(node.name)  # a helper class of the test's own (test classes are not called)
                 if any(not _free_of_program(m, clean, attributes[node.name] | methods[node.name])
                        for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))):
                     clean.discard(node.name)
-    return ModuleScope(clean, data, attributes, methods, every)
+    return ModuleScope(clean, data, attributes, methods, every, volatile)
 
 
 SETUP_METHODS = ("setUp", "setUpClass")
 
 
-def _class_scope(cls: ast.ClassDef, clean: set[str]) -> tuple[set[str], set[str], set[str]]:
+def _class_scope(cls: ast.ClassDef, clean: set[str], volatile: set[str] = VOLATILE) -> tuple[set[str], set[str], set[str]]:
     """(clean ``self`` attributes, clean helper methods, every attribute and method) of a test
     class: an attribute is clean when every statement that binds it is in setUp (or
     setUpClass, or the class body), computed from clean values, and no other method binds
@@ -349,7 +359,7 @@ def _class_scope(cls: ast.ClassDef, clean: set[str]) -> tuple[set[str], set[str]
             good |= {n for n in stored_names(node) if "." not in n}
     for m in functions:
         if m.name in SETUP_METHODS:
-            taint = FunctionTaint(m, clean, good, set(), every)
+            taint = FunctionTaint(m, clean, good, set(), every, volatile=volatile)
             good |= {n[5:] for n in taint.clean_after if n.startswith("self.")}
             good -= {n[5:] for n in taint.dirty_after if n.startswith("self.")}
     good -= bound_elsewhere
@@ -370,8 +380,8 @@ class FunctionTaint:
     top-level statements (see the module's docstring)."""
 
     def __init__(self, fn: ast.FunctionDef, clean_globals: set[str], attributes: set[str], methods: set[str],
-                 every_attribute: set[str], data: set[str] = frozenset()):
-        self.every_attribute = every_attribute
+                 every_attribute: set[str], data: set[str] = frozenset(), volatile: set[str] = VOLATILE):
+        self.every_attribute, self.volatile = every_attribute, volatile
         params = {a.arg for a in ast.walk(fn.args) if isinstance(a, ast.arg)} - {"self", "cls"}
         # pytest's parametrize arguments are the test's own data, not the program's
         self.parametrized = {n for d in getattr(fn, "decorator_list", ()) if "parametrize" in ast.unparse(d)
@@ -414,7 +424,7 @@ class FunctionTaint:
         names = loaded_names(node, self.every_attribute) - BUILTIN_NAMES - bound_names(node)
         if names - clean:
             return True
-        if called_names(node) & VOLATILE:  # its value differs in the slice's process: not clean
+        if called_names(node) & self.volatile:  # its value differs in the slice's process: not clean
             return True
         # a name the statement binds and then reads (a for-loop's variable) is as clean as what it is bound from
         if self._reads_not_clean_own(node, clean):
@@ -482,7 +492,7 @@ class FunctionTaint:
             return False
         if names & stored_names(self.statements[top]):  # bound again before the side is reached
             return False
-        if calls & VOLATILE:
+        if calls & self.volatile:
             return False
         if calls - PURE_CALLS and any(isinstance(n, (ast.For, ast.While, ast.AsyncFor)) and _count_node(n, node)
                                       for n in ast.walk(statement)):
@@ -675,7 +685,7 @@ def slice_script(module: ast.Module, framework: str, scope: ModuleScope, taints:
 
     def clean_method(fn: ast.FunctionDef, cls: str) -> None:
         taint = FunctionTaint(fn, scope.clean, scope.attributes.get(cls, set()), scope.methods.get(cls, set()),
-                              scope.all_attributes.get(cls, set()), scope.data)
+                              scope.all_attributes.get(cls, set()), scope.data, scope.volatile)
         fn.body = [s for i, s in enumerate(fn.body) if not taint.touches[i] and not _has_check(s)] or [ast.Pass()]
 
     body: list[ast.stmt] = []
