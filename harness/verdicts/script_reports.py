@@ -445,6 +445,8 @@ def check_site(site: dict, kind: str, payload: list) -> tuple[bool, str]:
     if op == "frame":
         a, b = (value, expected) if tolerance.get("actual_first", True) else (expected, value)
         ok, why = _frame_equal(a, b, tolerance)
+        if tolerance.get("negate"):
+            ok, why = not ok, "the frames are equal"
         return (True, "") if ok else (False, f"{where}: {why}")
     try:
         if op == "array_almost":

@@ -129,8 +129,7 @@ class TestCases(unittest.TestCase):
         ("import unittest\nclass TestCases(unittest.TestCase):\n    def test_a(self):\n"
          "        with self.assertRaises(AssertionError):\n            self.assertEqual(task_func(), 1)\n",
          "expects it to fail"),
-        ("import pandas as pd\ndef test_a():\n    expected = pd.DataFrame({'a': [1]})\n    assert f(1).equals(expected)\n",
-         "cannot decide"),
+        ("def helper(x):\n    return x\ndef test_a():\n    assert helper(f(1) == 2)\n", "cannot decide"),
     ])
 def test_scripts_that_stay_in_process_say_why(script, why):
     rewritten, reason = rewrite_script(script, "pytest" if "class TestCases" not in script else "unittest")
@@ -561,3 +560,13 @@ def test_arrays_and_the_scripts_names_reach_the_parent_and_forging_them_fails(ex
     for name, verdict in verdicts.items():
         if not name.startswith("good"):  # a check judged in the parent did not hold
             assert verdict.status == FAIL and "expected " in verdict.message, (name, verdict.message)
+
+
+def test_dataframe_equals_is_decided_in_the_parent():
+    script = ("import pandas as pd\ndef test_a():\n    expected = pd.DataFrame({'a': [1]})\n    assert f(1).equals(expected)\n"
+              "def test_b():\n    expected = pd.DataFrame({'a': [2]})\n    assert not f(2).equals(expected)\n")
+    rewritten, why = rewrite_script(script, "pytest")
+    assert rewritten is not None, why
+    assert [(s.op, s.tolerance["negate"]) for s in rewritten.sites] == [("frame", False), ("frame", True)]
+    assert "equals" not in rewritten.script and "pd.DataFrame" not in rewritten.script
+    assert [op.source for op in rewritten.operands] == ["__codea1_frame__(expected)"] * 2
