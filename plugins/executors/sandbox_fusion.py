@@ -58,6 +58,7 @@ ENDPOINT_ENV = "SANDBOX_FUSION_ENDPOINT"
 # Sent as the program, in this order (each after what it imports; the zygote last: it runs):
 # the service has no codea1 installed.
 BUNDLED_MODULES = ("codea1.harness.verdicts.plaindata", "codea1.harness.verdicts.script_reports",
+                   "codea1.harness.verdicts.check_exprs", "codea1.harness.verdicts.slices",
                    "codea1.harness.verdicts.script_tests", "codea1.harness.sandbox.protocol",
                    "codea1.harness.sandbox.confine", "codea1.harness.sandbox.privileges",
                    "codea1.harness.sandbox.timing", "codea1.harness.sandbox.ground", "codea1.harness.sandbox.settle",

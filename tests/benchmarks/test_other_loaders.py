@@ -277,7 +277,7 @@ def test_verdicts_judged_in_process_are_counted_and_named_in_reports(plugins, tm
 
     folder = shared_file("kodcode")
     problems = {p.task_id: p for p in plugins.benchmarks.create("kodcode", {"data": str(folder)}).load()}
-    inside, outside = problems["Leetcode_00000047_C"], problems["Algorithm_00000056_I"]
+    inside, outside = problems["Leetcode_00000051_I"], problems["Algorithm_00000056_I"]
     assert any(t.judged == "in-process" for t in inside.tests)
     assert all(t.judged == "parent" for t in outside.tests)
     rows = [{"task_id": inside.task_id, "solution": inside.reference},
