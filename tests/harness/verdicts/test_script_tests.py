@@ -570,3 +570,25 @@ def test_dataframe_equals_is_decided_in_the_parent():
     assert [(s.op, s.tolerance["negate"]) for s in rewritten.sites] == [("frame", False), ("frame", True)]
     assert "equals" not in rewritten.script and "pd.DataFrame" not in rewritten.script
     assert [op.source for op in rewritten.operands] == ["__codea1_frame__(expected)"] * 2
+
+
+def test_frames_are_compared_as_pandas_compares_them():
+    pd = pytest.importorskip("pandas")
+    from codea1.harness.verdicts import plaindata
+    from codea1.harness.verdicts.script_reports import check_site, describe_frame
+
+    def holds(actual, expected, **tolerance):
+        site = {"op": "frame", "expected": plaindata.to_tree(describe_frame(expected)), "tolerance": tolerance,
+                "line": 1}
+        return check_site(site, "v", [plaindata.to_tree(describe_frame(actual))])[0]
+
+    frame = pd.DataFrame({"a": [1, 2], "b": [0.5, float("nan")]})
+    assert holds(frame, frame.copy()) and holds(frame, frame.assign(b=frame["b"] + 1e-9))
+    assert not holds(frame, frame.astype({"a": float})) and holds(frame, frame.astype({"a": float}), check_dtype=False)
+    assert not holds(frame, frame.rename(columns={"b": "c"})) and not holds(frame, frame.set_index(pd.Index([1, 2])))
+    near = frame.assign(b=frame["b"] + 1e-3)
+    assert not holds(frame, near) and holds(frame, near, rtol=1e-2)
+    named = pd.Series(["x", "y"], name="winner")
+    # Series.equals ignores the name; assert_series_equal checks it unless told not to
+    assert holds(named, pd.Series(["x", "y"]), check_names=False) and not holds(named, pd.Series(["x", "y"]))
+    assert not holds(named, pd.Series(["x", "z"]), check_names=False)
