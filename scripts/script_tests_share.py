@@ -8,7 +8,9 @@ their checks (asserts, ``self.assert*`` calls, raises-blocks), by where they are
 ("call": KodCode's plain-assert functions, call tests; "parent": in a rewritten script;
 "in-process"), tasks whose every test is judged outside, the functions that would be
 rewritable on their own (a finer granularity than one script per task), and the reasons that
-keep scripts in-process. With ``--references``: each KodCode reference and the first N
+keep scripts in-process. Expected sides that slices compute (harness.verdicts.slices) are
+settled first, on the subprocess executor, as a run settles them: a test whose slice fails
+here (a library missing, a value that differs between two runs) counts as in-process. With ``--references``: each KodCode reference and the first N
 BigCodeBench canonical solutions run against their tests as loaded before the rewrite (every
 script in-process) and after it, on the subprocess executor: pass / fail / skip (a library is
 missing) each time.

@@ -28,7 +28,8 @@ have had next to an honest program:
 BigCodeBench task's imports and constants, from its prompt): the slice runs on it, the names
 it binds count as the test's own.
 
-Standard library only: the parent imports it when it rewrites (the child never needs it).
+Standard library only: the parent uses it when it rewrites; the child imports it with
+``script_tests`` and runs none of it.
 """
 
 from __future__ import annotations
