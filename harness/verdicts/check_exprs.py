@@ -153,13 +153,7 @@ class Evaluator:
                 return _FUNCTIONS[node.id]
             return {"True": True, "False": False, "None": None}[node.id]
         if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-            items = []
-            for e in node.elts:
-                if isinstance(e, ast.Starred):
-                    items += list(self.iterate(self.eval(e.value, local)))
-                else:
-                    items.append(self.eval(e, local))
-            return {ast.Tuple: tuple, ast.List: list, ast.Set: set}[type(node)](items)
+            return {ast.Tuple: tuple, ast.List: list, ast.Set: set}[type(node)](self.items(node.elts, local))
         if isinstance(node, ast.Dict):
             return {self.eval(k, local): self.eval(v, local) for k, v in zip(node.keys, node.values)}
         if isinstance(node, ast.BoolOp):
@@ -251,6 +245,16 @@ class Evaluator:
             raise TypeError("indexing an array by a value that is not an int")
         return array.items[position]
 
+    def items(self, nodes: list, local: dict) -> list:
+        """The values of a display's elements or a call's arguments, ``*x`` spread."""
+        out = []
+        for n in nodes:
+            if isinstance(n, ast.Starred):
+                out += list(self.iterate(self.eval(n.value, local)))
+            else:
+                out.append(self.eval(n, local))
+        return out
+
     def comprehension(self, elt: ast.expr, generators: list, local: dict):
         first, rest = generators[0], generators[1:]
         for item in self.iterate(self.eval(first.iter, local)):
@@ -295,12 +299,7 @@ class Evaluator:
             # all(series > 0), np.all(a >= 0): the comparison item by item, as numpy and pandas make it
             items = self.elementwise(node.args[0], local, scalars=isinstance(func, ast.Attribute))
             return all(items) if reduction == "all" else any(items)
-        args = []
-        for a in node.args:
-            if isinstance(a, ast.Starred):
-                args += list(self.iterate(self.eval(a.value, local)))
-            else:
-                args.append(self.eval(a, local))
+        args = self.items(node.args, local)
         kwargs = {k.arg: self.eval(k.value, local) for k in node.keywords if k.arg is not None}
         if isinstance(func, ast.Name):
             if func.id == "isinstance":

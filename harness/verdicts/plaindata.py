@@ -72,7 +72,7 @@ class PlainDataError(ValueError):
     """A value cannot be represented, or a payload is malformed."""
 
 
-class _NotPlain(Exception):
+class NotPlain(Exception):
     """Raised inside a strict walk at the first value that is not plain data."""
 
 
@@ -111,7 +111,7 @@ def _numpy_scalar(value: Any) -> Any:
 def to_tree(value: Any, strict: bool = False, arrays: bool = False) -> Any:
     """Turn ``value`` into a JSON-able tree of builtins; never calls methods of user classes
     except the base-type constructors of builtin subclasses. A value that is not plain data
-    becomes an opaque leaf, or, with ``strict``, stops the walk (``_NotPlain``). With
+    becomes an opaque leaf, or, with ``strict``, stops the walk (``NotPlain``). With
     ``arrays``, numpy arrays and pandas indexes become arrays (``_array_parts``)."""
     if type(value) is list and len(value) < MAX_ITEMS:  # most values: no walk to set up
         fast = _scalar_list(value)
@@ -176,7 +176,7 @@ def to_tree(value: Any, strict: bool = False, arrays: bool = False) -> Any:
                 return walk(dict(dict.items(v)), depth)
             return walk(base(base.__iter__(v)), depth)
         if strict:
-            raise _NotPlain()
+            raise NotPlain()
         return {"o": f"{t.__module__}.{t.__qualname__}"}
 
     try:
@@ -639,7 +639,7 @@ def guard(value: Any) -> Any:
     ``Guarded`` proxy. Raises PlainDataError for values too large or too deep to encode."""
     try:
         return from_tree(to_tree(value, strict=True))
-    except _NotPlain:
+    except NotPlain:
         return Guarded(value)
 
 

@@ -75,8 +75,8 @@ class ReferenceRun:
         except ValueError:  # a value nested deeper than marshal goes: not cached, computed again next run
             return
         if large:
-            _atomic_write(path.with_suffix(".large.json"), dumps_tree(large))
-        _atomic_write(path, record)
+            atomic_write(path.with_suffix(".large.json"), dumps_tree(large))
+        atomic_write(path, record)
 
     @classmethod
     def load(cls, path: Path) -> "ReferenceRun":
@@ -102,7 +102,8 @@ def _blob_path(path: Path) -> Path:
     return path.with_suffix(f".tests{TESTS_FORMAT}.blob")
 
 
-def _atomic_write(path: Path, data: str | bytes) -> None:
+def atomic_write(path: Path, data: str | bytes) -> None:
+    """``data`` at ``path`` whole or not at all (a reader never sees half a file)."""
     tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
     if isinstance(data, bytes):
         tmp.write_bytes(data)
@@ -115,7 +116,7 @@ def _write_tests_blob(path: Path, key: str, text: str) -> bool:
     """Write the tests blob of ``text``; False (nothing written) where there is none."""
     data = tests_blob_bytes(key, text)
     if data is not None:
-        _atomic_write(path, data)
+        atomic_write(path, data)
     return data is not None
 
 
@@ -232,7 +233,7 @@ def run_references(problems: Sequence[Problem], executor: Executor, *, checks_te
         out[p.task_id] = ref
         if use_cache and not (ref.error and ref.error.startswith("sandbox error")):
             key, text = encoded_tests(p.tests)
-            _atomic_write(_tests_path(path), text)  # first: load() needs both
+            atomic_write(_tests_path(path), text)  # first: load() needs both
             if _write_tests_blob(_blob_path(path), key, text):
                 adopt_encoded_tests(p.tests, text, _blob_path(path))
             ref.save(path)

@@ -54,12 +54,21 @@ class Reporter:
         self.overflow = False
         to_tree, error = plaindata.to_tree, plaindata.PlainDataError  # bound now: the program may patch the module
         dumps, loads, iterate, plain_leaf_now = marshal.dumps, marshal.loads, list, plain_leaf
+        not_plain = plaindata.NotPlain
         reports, passthrough_type = self.reports, passthrough
 
         def snapshot(value):
             # A tree may share lists with the value (plaindata's fast path): copied now, so
             # that the test mutating the object after the check does not change what it saw.
             return loads(dumps(to_tree(value, arrays=True)))
+
+        def snapshot_plain(value):
+            # most values are plain data as they come: one walk; a value that is not is made
+            # comparable first (dates, dtypes, paths: plain_leaf) and walked again
+            try:
+                return loads(dumps(to_tree(value, strict=True, arrays=True)))
+            except not_plain:
+                return snapshot(plain_leaf_now(value))
 
         def add(entry: list) -> None:
             if len(reports) < MAX_REPORTS:
@@ -69,7 +78,7 @@ class Reporter:
 
         def report(site, value):
             try:
-                add([site, "v", snapshot(plain_leaf_now(value))])
+                add([site, "v", snapshot_plain(value)])
             except error as exc:
                 add([site, "x", f"not plain data: {exc}"[:500]])
 
@@ -79,8 +88,8 @@ class Reporter:
             out = []
             for thunk in thunks:
                 try:
-                    value = plain_leaf_now(thunk())
-                    tree = snapshot(value)
+                    value = thunk()
+                    tree = snapshot_plain(value)
                     if type(tree) is dict and "o" in tree:
                         # a view or an iterator (dict.values(), a generator): its items, as iterating it gives
                         try:

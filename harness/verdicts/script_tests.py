@@ -734,10 +734,7 @@ class _ScriptRewriter:
     def taint(self, fn: ast.FunctionDef, qualname: str) -> slices.FunctionTaint | None:
         if self.scope is None:
             return None
-        cls = qualname.split(".")[0] if "." in qualname else ""
-        scope = self.scope
-        return slices.FunctionTaint(fn, scope.clean, scope.attributes.get(cls, set()), scope.methods.get(cls, set()),
-                                    scope.all_attributes.get(cls, set()), scope.data, scope.volatile)
+        return self.scope.taint(fn, qualname.split(".")[0] if "." in qualname else "")
 
     def function(self, fn: ast.FunctionDef, qualname: str) -> None:
         """Rewrites ``fn`` in place. A local used both as an expected value and as anything
@@ -828,7 +825,7 @@ def _inline_helpers(module: ast.Module, framework: str) -> None:
                 counter[0] += 1
                 prefix = f"_h{counter[0]}_"
                 local = {a.arg for a in helper.args.args[1:]} | {n for s in helper.body for n in slices.bound_names(s)}
-                body = [copy.deepcopy(s) for s in helper.body]
+                body = [_deep_copy(s) for s in helper.body]
                 for s in body:
                     for n in ast.walk(s):
                         if isinstance(n, ast.Name) and n.id in local:
@@ -996,19 +993,24 @@ def rewrite_script(script: str, framework: str, context: str = "") -> tuple[Rewr
         return _rewrite_script(script, framework, context)
 
 
-def _rewrite_script(script: str, framework: str, context: str) -> tuple[RewrittenScript | None, str]:
+def _prepared(script: str, framework: str) -> ast.Module:
+    """The script as the rewrite reads it: parsed, redefined tests dropped, helpers written out."""
     from codea1.harness.verdicts.syntax import (
         parse_untrusted,  # parent side: this module's imports travel to the sandbox
     )
 
-    try:
-        module = parse_untrusted(script)
-    except SyntaxError as exc:
-        return None, f"syntax error: {exc}"
+    module = parse_untrusted(script)
     _drop_redefined(module)
     _inline_helpers(module, framework)
+    return module
+
+
+def _rewrite_script(script: str, framework: str, context: str) -> tuple[RewrittenScript | None, str]:
+    try:
+        module = _prepared(script, framework)
+    except SyntaxError as exc:
+        return None, f"syntax error: {exc}"
     scope = slices.module_scope(module, context, framework)
-    pristine = copy.deepcopy(module)
     rewriter = _ScriptRewriter(_numpy_names(module), scope)
     functions = _test_functions(module, framework)
     if not functions:
@@ -1033,8 +1035,10 @@ def _rewrite_script(script: str, framework: str, context: str) -> tuple[Rewritte
         return None, f"an expected value that is not plain data: {exc}"
     sliced = None
     if rewriter.operands:
-        sliced = slices.slice_script(pristine, framework, scope, rewriter.taints, rewriter.operands, REPORT,
-                                     IMPORT_LINE)
+        # the slice is cut from the script as it was before the rewrite changed it (parsed again:
+        # cheaper than a copy kept for the few scripts that have a slice)
+        sliced = slices.slice_script(_prepared(script, framework), framework, scope, rewriter.taints,
+                                     rewriter.operands, REPORT, IMPORT_LINE)
     # Names the test module binds itself (its imports, `from solution import f`, helpers)
     # keep their meaning; any other name that shadows a builtin (the program's `len`,
     # `isinstance`, arriving by `from solution import *` or through the solution's namespace)
@@ -1106,10 +1110,9 @@ def split_test(test, context: str = "") -> list:
         return [test]
     import hashlib
     import json
-    import os
 
     from codea1.harness.records import TestCase
-    from codea1.harness.verdicts.reference import cache_dir
+    from codea1.harness.verdicts.reference import atomic_write, cache_dir
 
     digest = hashlib.sha256("\0".join((REWRITE_VERSION, test.id, test.framework or "", context,
                                        test.script)).encode()).hexdigest()
@@ -1121,9 +1124,7 @@ def split_test(test, context: str = "") -> list:
     tests = _split_test(test, context)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps([t.to_json() for t in tests]))
-        os.replace(tmp, path)
+        atomic_write(path, json.dumps([t.to_json() for t in tests]))
     except (OSError, ValueError, TypeError):
         pass  # a read-only cache, or a value JSON cannot hold: rewritten again next time
     return tests

@@ -20,7 +20,6 @@ import dataclasses
 import hashlib
 import json
 import marshal
-import os
 
 from codea1.harness.records import ExecJob, RawResult, TestCase
 
@@ -42,7 +41,15 @@ def slice_job(job_id: str, test: TestCase, *, memory_mb: int, time_limit: float)
 
 def slice_values(test: TestCase, raw: RawResult) -> dict:
     """``{"values": [tree per operand]}``, or ``{"why": ...}`` (with ``"cache": False`` when
-    the outcome may differ next time: a timeout, a sandbox error)."""
+    the outcome may differ next time: a timeout, a sandbox error); kept in the cache unless
+    marked so."""
+    values = _values(test, raw)
+    if values.get("cache", True):
+        _store(test, values)
+    return values
+
+
+def _values(test: TestCase, raw: RawResult) -> dict:
     n = len(test.expected["slice"]["functions"])
     if raw.sandbox_error:
         return {"why": f"sandbox error: {raw.sandbox_error}", "cache": False}
@@ -99,13 +106,10 @@ def _dump(tree) -> bytes | None:
 def settled(test: TestCase, values: dict) -> TestCase:
     """The test with its computed expected sides filled in, or its fallback (in-process)."""
     if "values" in values:
-        _store(test, values)
         table = dict(test.expected)
         table["sites"] = [_filled(site, values["values"]) for site in table["sites"]]
         table["slice"] = {k: v for k, v in table["slice"].items() if k != "fallback"}
         return dataclasses.replace(test, expected=table, expected_source=None)
-    if values.get("cache", True):
-        _store(test, values)
     return TestCase(id=test.id, kind="script", script=test.expected["slice"]["fallback"], framework=test.framework,
                     source=test.source)
 
@@ -141,11 +145,11 @@ def cached(test: TestCase) -> dict | None:
 
 
 def _store(test: TestCase, values: dict) -> None:
+    from codea1.harness.verdicts.reference import atomic_write
+
     path = _path(test)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(values))
-        os.replace(tmp, path)
+        atomic_write(path, json.dumps(values))
     except (OSError, ValueError, TypeError):
         pass  # a read-only cache, or a value JSON cannot hold: computed again next time

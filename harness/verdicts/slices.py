@@ -130,26 +130,19 @@ def _memoized(fn):
 
 @_memoized
 def stored_names(node: ast.AST) -> set[str]:
-    """Names a statement binds or deletes anywhere in it, ``self.X`` for attributes of self
-    (and the attribute of ``self.X[...] = ``), function, class and import names."""
-    out: set[str] = set()
+    """Names a statement binds or deletes anywhere in it (``bound_names``), and those whose
+    objects it changes: ``x`` of ``x[0] = ...`` / ``x.y = ...``, ``self.X`` of ``self.X = ...``
+    (and of ``self.X[...] = ...``), and its global and nonlocal names."""
+    out = set(bound_names(node))
     for n in ast.walk(node):
-        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
-            out.add(n.id)
-        elif isinstance(n, (ast.Attribute, ast.Subscript)) and isinstance(n.ctx, (ast.Store, ast.Del)):
+        if isinstance(n, (ast.Attribute, ast.Subscript)) and isinstance(n.ctx, (ast.Store, ast.Del)):
             base = n
             while isinstance(base, (ast.Attribute, ast.Subscript)):
                 if isinstance(base, ast.Attribute) and isinstance(base.value, ast.Name) and base.value.id == "self":
                     out.add(f"self.{base.attr}")
                 base = base.value
             if isinstance(base, ast.Name):
-                out.add(base.id)  # x[0] = ..., x.y = ...: x changes
-        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            out.add(n.name)
-        elif isinstance(n, (ast.Import, ast.ImportFrom)):
-            out |= {(a.asname or a.name).split(".")[0] for a in n.names}
-        elif isinstance(n, ast.ExceptHandler) and n.name:
-            out.add(n.name)
+                out.add(base.id)
         elif isinstance(n, (ast.Global, ast.Nonlocal)):
             out |= set(n.names)
     return out - _bound_inside(node) - {"self", "cls"}
@@ -169,12 +162,6 @@ def bound_names(node: ast.AST) -> set[str]:
         elif isinstance(n, ast.ExceptHandler) and n.name:
             out.add(n.name)
     return out - _bound_inside(node)
-
-
-def _base(node: ast.AST) -> ast.AST:
-    while isinstance(node, (ast.Attribute, ast.Subscript)):
-        node = node.value
-    return node
 
 
 @_memoized
@@ -276,6 +263,11 @@ class ModuleScope:
     methods: dict[str, set[str]]
     all_attributes: dict[str, set[str]]  # every self.X a class binds or defines
     volatile: set[str] = dataclasses.field(default_factory=lambda: set(VOLATILE))  # calls whose answer differs by process
+
+    def taint(self, fn: ast.FunctionDef, cls: str) -> "FunctionTaint":
+        """``fn``'s taint, a function of class ``cls`` ("" at module level)."""
+        return FunctionTaint(fn, self.clean, self.attributes.get(cls, set()), self.methods.get(cls, set()),
+                             self.all_attributes.get(cls, set()), self.data, self.volatile)
 
 
 def _free_of_program(node: ast.AST, clean: set[str], attributes: set[str] = frozenset()) -> bool:
@@ -685,8 +677,7 @@ def slice_script(module: ast.Module, framework: str, scope: ModuleScope, taints:
         # test; one that cannot apply without the program fails the slice, and the test falls back)
 
     def clean_method(fn: ast.FunctionDef, cls: str) -> None:
-        taint = FunctionTaint(fn, scope.clean, scope.attributes.get(cls, set()), scope.methods.get(cls, set()),
-                              scope.all_attributes.get(cls, set()), scope.data, scope.volatile)
+        taint = scope.taint(fn, cls)
         fn.body = [s for i, s in enumerate(fn.body) if not taint.touches[i] and not _has_check(s)] or [ast.Pass()]
 
     body: list[ast.stmt] = []

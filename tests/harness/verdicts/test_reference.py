@@ -101,7 +101,7 @@ def test_the_tests_are_saved_as_the_zygote_holds_them_and_made_for_older_caches(
     def refused(path, data):
         raise PermissionError(13, "read-only", str(path))
 
-    monkeypatch.setattr(reference, "_atomic_write", refused)
+    monkeypatch.setattr(reference, "atomic_write", refused)
     third = problem(1, (2, 3), "a")
     assert run_references([third], executor, checks_tests=lambda p: False)["p"].values == {0: 1, 1: (2, 3), 2: "a"}
     assert execution.tests_blob(third.tests) is None
