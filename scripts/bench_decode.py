@@ -15,7 +15,8 @@ top_p 1.0, seed 0. Per decode path (the backend's ``decode`` option) and max_tok
 warm-up call (compilation, graph capture), a timed call of max_tokens 1 (the prefill and
 the first draw) and a timed call of max_tokens. Printed per row:
 
-- step ms: (t(max_tokens) - t(1)) / (longest response - 1), the wall time of a decode step;
+- step ms: (t(max_tokens) - t(1)) / (longest response - 1), the wall time of a decode step
+  ("noise", and no x bound, where the difference is not positive: a tiny model on a busy CPU);
 - bound ms: the bytes the responses generated must read, at --bandwidth TB/s (the H200's
   datasheet 4.8, an H100's 3.35), over the same steps: the weights once a step, and for each
   token after a response's first, that response's KV cache up to it (a response that ended
@@ -121,9 +122,12 @@ def run_row(args, torch, model_dir: Path, decode: str, prompts: list[list[int]],
                 step = (t_all - t_one) / max(1, max(len(r.token_ids) for r in timed[max_tokens][2]) - 1) * 1e3
                 lengths = [len(r.token_ids) for r in timed[max_tokens][2]]
                 bound = bound_ms(weights, per_token, prompts, lengths, args.bandwidth)
+                if step <= 0:  # the decode steps were lost in the two calls' noise (a busy CPU): no figure
+                    row["note"] = "t(max_tokens) <= t(1): the decode steps took less than the timing's noise"
                 row.update({"prefill_s": round(t_one, 3), "total_s": round(t_all, 3), "generated": generated,
-                            "step_ms": round(step, 4), "bound_ms": round(bound, 6),
-                            "x_bound": round(step / bound, 2), "tokens_per_s": round(generated / t_all, 1),
+                            "step_ms": round(step, 4) if step > 0 else None, "bound_ms": round(bound, 6),
+                            "x_bound": round(step / bound, 2) if step > 0 else None,
+                            "tokens_per_s": round(generated / t_all, 1),
                             "stopped": sum(r.finish == "stop" for r in timed[max_tokens][2]),
                             "info": {k: v for k, v in backend.info().items() if k in ("decode", "attention")}})
                 if cuda:
@@ -144,7 +148,9 @@ def line(row: dict) -> str:
         return f"{head}  error: {row['error']}" + "".join(f"\n      {t}" for t in row.get("traceback", [])[-8:])
     busy = f"{row['gpu_busy']:.0f}" if row.get("gpu_busy") is not None else "n/a"
     peak = f"{row['peak_gb']:.1f}" if row.get("peak_gb") is not None else "n/a"
-    return (f"{head} {row['step_ms']:>8.3f} {row['bound_ms']:>8.3f} {row['x_bound']:>7.2f} "
+    step = f"{row['step_ms']:>8.3f}" if row["step_ms"] is not None else f"{'noise':>8}"
+    x_bound = f"{row['x_bound']:>7.2f}" if row["x_bound"] is not None else f"{'n/a':>7}"
+    return (f"{head} {step} {row['bound_ms']:>8.3f} {x_bound} "
             f"{row['tokens_per_s']:>10,.0f} {row['prefill_s']:>9.2f} {row['warmup_s']:>8.1f} {busy:>6} {peak:>7}")
 
 

@@ -94,8 +94,11 @@ def test_bench_decode_times_each_decode_path_against_its_bound_on_cpu(tmp_path):
     for row in rows[:2]:
         assert "error" not in row, row
         assert row["sequences"] == 6 and 0 < row["generated"] <= 6 * 24 and row["info"]["decode"] == row["decode"]
-        assert row["step_ms"] > 0 and row["bound_ms"] > 0
-        assert row["x_bound"] == pytest.approx(row["step_ms"] / row["bound_ms"], rel=0.01)
+        assert row["bound_ms"] > 0
+        if row["step_ms"] is None:  # a busy machine can time the long call no longer than the short one
+            assert row["x_bound"] is None and "noise" in row["note"]
+        else:
+            assert row["step_ms"] > 0 and row["x_bound"] == pytest.approx(row["step_ms"] / row["bound_ms"], rel=0.01)
         assert row.get("gpu_busy") is None and "peak_gb" not in row  # CPU: n/a
     assert "option 'decode' must be one of" in rows[2]["error"]  # a failing row is said, the others run
     assert "nonsense" in run.stdout and "error" in run.stdout
