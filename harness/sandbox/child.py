@@ -2,12 +2,15 @@
 
 Protocol (one JSON object per line on the result pipe, nothing else):
 
+    {"seal": key}                                   first, where a test is judged in-process
+                                                    (protocol.verdict_seal; see run)
     {"load": "ok"} | {"load": "error", "e": msg}    phase 1: the program was loaded
     {"i": i, "s": "ok", "v": tree, "t": secs}       phase 2: outcome of test i, in order
                                                     (a large value: "h": its digest, with
                                                     or without "v"; see encode_for_channel)
     {"i": i, "s": "exception"|"timeout", "e": msg, "t": secs}
-    {"i": i, "s": "passed"|"failed", "e": msg, "d": {...}, "t": secs}   (script tests judged in-process)
+    {"i": i, "s": "passed"|"failed", "e": msg, "d": {...}, "t": secs, "m": seal}
+                                                    (script tests judged in-process; "m" on a pass)
     {"i": i, "s": "reports", "f": {function: "returned"|msg}, "r": [report, ...], "e": msg, "t": secs}
                                                     (rewritten script tests, judged in the parent:
                                                     see harness.verdicts.script_tests)
@@ -36,9 +39,11 @@ the sandbox.
 from __future__ import annotations
 
 import builtins
+import functools
 import gc
 import hashlib
 import io
+import itertools
 import json
 import os
 import pickle
@@ -51,8 +56,8 @@ import types
 from codea1.harness.sandbox import ground, protocol
 from codea1.harness.sandbox.observers import script_test
 from codea1.harness.sandbox.protocol import write_all
+from codea1.harness.sandbox.settle import THREAD_COUNTERS, stand_on
 from codea1.harness.sandbox.settle import settle as settle_ground
-from codea1.harness.sandbox.settle import stand_on
 from codea1.harness.sandbox.timing import TestTimeout, counts, describe, on_alarm, open_clock, timed, timeout_message
 from codea1.harness.sandbox.warmup import warm_up
 from codea1.harness.verdicts import plaindata
@@ -167,7 +172,7 @@ def prepare(frameworks: tuple = FRAMEWORKS) -> None:
     signal.signal(signal.SIGALRM, on_alarm)
     recorded, codes = ground.build()
     stand_on(recorded)
-    ground.install_audit(codes)
+    ground.install_audit(codes, THREAD_COUNTERS)
     # What the zygote holds now lives as long as it does: out of the gc's sight, a child's
     # collections do not walk (and so copy) the pages of the frameworks and the ground.
     gc.freeze()
@@ -268,8 +273,19 @@ def _call_entry(entry, args, kwargs, wrap):
 
 def run(job: dict, channel_fd: int) -> None:
     channel = _Channel(channel_fd)
+    # Before the program loads: what the channel is (an event checks it is still that), and,
+    # where a test is judged in-process, the key that seals its pass (protocol.verdict_seal).
+    # The sealer is held by the map below alone, on this frame's value stack: no name in any
+    # frame refers to it, so the program's code, which can read every frame's names
+    # (sys._getframe), can neither call it nor read its key. gc walks, which could find it,
+    # are refused in a child with script tests (ground.audit).
+    identity = _identity(channel_fd)
+    sealed = any(test.get("kind") == "script" and not test.get("report") for test in job["tests"])
     try:
-        _run(job, channel)
+        for _sent in map(_send_verdict, _run(job, channel, identity), itertools.repeat(channel_fd),
+                         itertools.repeat(functools.partial(protocol.verdict_seal, _announce_key(channel_fd))
+                                          if sealed else None)):
+            pass
     finally:
         for stream in (sys.stdout, sys.stderr):  # the process ends with os._exit: no implicit flush
             try:
@@ -278,7 +294,41 @@ def run(job: dict, channel_fd: int) -> None:
                 pass
 
 
-def _run(job: dict, channel: _Channel) -> None:
+def _identity(fd: int) -> tuple:
+    """(device, inode) of the results channel, as the child got it."""
+    status = os.fstat(fd)
+    return status.st_dev, status.st_ino
+
+
+def _announce_key(fd: int) -> bytes:
+    """A fresh key for this child's in-process verdicts, written as its first record."""
+    key = os.urandom(protocol.SEAL_KEY_BYTES)
+    write_all(fd, b'{"seal":"%s"}\n' % key.hex().encode())
+    return key
+
+
+def _send_verdict(record: dict, fd: int, seal, _quote=_JSON_STR, _float=float.__repr__, _write=write_all,
+                  _str=str, _dict=dict, _type=type, _float_type=float) -> None:
+    """The record of a script test judged in-process, its pass sealed. Written with functions
+    bound here, before any program ran, and the sealer let go before the write: no code of
+    the program's runs while this frame names it."""
+    i, status = record["i"], record["s"]
+    message, took = record.get("e", ""), record.get("t", 0.0)
+    line = '{"i":%d,"s":%s,"e":%s,"t":%s' % (i, _quote(status), _quote(message if _type(message) is _str else "?"),
+                                             _float(took if _type(took) is _float_type else 0.0))
+    details = record.get("d")
+    if _type(details) is _dict and details:
+        line += ',"d":{%s}' % ",".join([_quote(k if _type(k) is _str else "?") + ":" + _quote(v if _type(v) is _str else "?")
+                                         for k, v in details.items()])
+    if status == "passed" and seal is not None:
+        line += ',"m":"%s"' % seal(i)
+    del seal
+    _write(fd, (line + "}\n").encode())
+
+
+def _run(job: dict, channel: _Channel, identity: tuple):
+    """The job's tests, run in order; yields the records of script tests judged in-process
+    (``run`` seals and sends them), sends every other record itself."""
     if _PRISTINE_BUILTINS is None:
         prepare()
     # Every program starts from the job's random state (0 unless validation asks for another
@@ -343,11 +393,15 @@ def _run(job: dict, channel: _Channel) -> None:
                 stuck, threads = ([], "") if settled else settle(module)[1:]
                 settled = False
                 try:
-                    test["events"] = (channel.fd, i)  # in-process: each part's failure is sent as it happens
+                    # in-process: each part's failure is sent as it happens, on the channel as it was
+                    test["events"] = (channel.fd, i, identity)
                     record, keep = script_test(test, module, limits[i], settle, threads or ground.stuck_reason(stuck),
                                                pristine_builtins)
                     record["i"] = i
-                    channel.send(record)
+                    if test.get("report"):
+                        channel.send(record)
+                    else:
+                        yield record
                     settled = keep is not None
                     del keep  # the program's objects outlive the record's sending: no finalizer of theirs runs before
                 finally:

@@ -22,7 +22,8 @@ by identity (``operator.is_``: no method of the program's objects runs). The aud
 zygote had, or new defaults to one that has some; once the child is armed (``ARMING``,
 just before its program loads), further audit hooks; and in a child whose job has script
 tests (``SCRIPTS``), trace and profile functions (a tracer can move the runner's frames
-past a line) and the gc's walks over objects. (Elsewhere they stay allowed: the coverage
+past a line), the gc's walks over objects and other threads' frames (``sys._current_frames``;
+the harness counts threads with it, and only counts). (Elsewhere they stay allowed: the coverage
 stage runs coverage.py in its job.)
 
 The harness runs each part of each test itself (``observers._ut_part``, ``observers._pt_part``: setUp, the test,
@@ -33,8 +34,10 @@ is steered afterwards. A test passes when the counters and the framework both sa
 
 What still works, and is why these verdicts stay marked in-process: code the test calls that
 changes something and changes it back before the test ends, code that walks up the stack
-into the runner's frames (or reaches pytest's live run through its objects), ctypes, and the
-result channel itself.
+into the runner's frames (or reaches pytest's live run through its objects), and raw memory
+(ctypes, /proc/self/mem, a numpy array over any address). The result channel is closed to
+the program's pure-Python code: each failing part is sent as it happens, on a channel checked
+to be the child's (observers._send_event), and each pass is sealed (child.run).
 
 This module records the ground (``build``), says which changes to it fail a test
 (``framework_ground``, ``tampering``) and holds the audit hook; ``settle`` compares and puts
@@ -290,10 +293,11 @@ def build() -> tuple[tuple, frozenset]:
 def audit(event, args, _watched=frozenset(("object.__setattr__", "object.__delattr__", "sys.addaudithook",
                                             "sys.settrace", "sys.setprofile", "sys._settraceallthreads",
                                             "sys._setprofileallthreads", "sys.monitoring.register_callback",
-                                            "gc.get_objects", "gc.get_referrers", "gc.get_referents")),
+                                            "gc.get_objects", "gc.get_referrers", "gc.get_referents",
+                                            "sys._current_frames")),
            _attributes=frozenset(("__code__", "__defaults__", "__kwdefaults__")), _codes=frozenset(),
            _arming=ARMING, _scripts=SCRIPTS, _repr=repr, _type=type, _function=types.FunctionType,
-           _error=RuntimeError):
+           _error=RuntimeError, _caller=sys._getframe, _thread_counters=frozenset()):
     """The audit hook ``prepare`` installs (see above). Installed for good, its state in
     counters that only go up: what it refuses, the program cannot make it allow; the harness
     never does it in a child."""
@@ -307,15 +311,18 @@ def audit(event, args, _watched=frozenset(("object.__setattr__", "object.__delat
             raise _error("refused in the sandbox: the harness' and the test frameworks' functions keep their "
                          "code and defaults")
         return
+    if event == "sys._current_frames" and _caller(1).f_code in _thread_counters:
+        return  # the harness counting threads (settle): it keeps the frames to itself
     if _repr(_scripts if event != "sys.addaudithook" else _arming) != "count(0)":
         raise _error("refused in the sandbox: " + event)
 
 
 
 
-def install_audit(codes: frozenset) -> None:
-    """Installs ``audit`` for good, keeping ``codes`` (``build``'s second value)."""
-    audit.__defaults__ = (*audit.__defaults__[:2], codes, *audit.__defaults__[3:])
+def install_audit(codes: frozenset, thread_counters: frozenset = frozenset()) -> None:
+    """Installs ``audit`` for good, keeping ``codes`` (``build``'s second value) and the code
+    of the harness' functions that may list the threads' frames (they only count them)."""
+    audit.__defaults__ = (*audit.__defaults__[:2], codes, *audit.__defaults__[3:-1], thread_counters)
     sys.addaudithook(audit)
 
 

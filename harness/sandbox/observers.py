@@ -39,7 +39,9 @@ PREPARED: dict = {}  # "unittest", "pytest": the module as prepare() imported it
 # The harness' own reference, taken before any program ran: what script tests use is
 # resolved from it, not from sys.modules, which the program can replace.
 _REPORTER = script_reports.Reporter
-_DUMPS = json.dumps  # the events' encoder, bound here (in the zygote) before any program ran
+# The events' string encoder and the channel's check, bound here (in the zygote) before any
+# program ran (see _send_event).
+_QUOTE, _FSTAT, _EXIT = json.encoder.encode_basestring_ascii, os.fstat, os._exit
 
 
 def _safe_describe(exc: BaseException) -> str:
@@ -55,25 +57,39 @@ def _safe_describe(exc: BaseException) -> str:
     return name
 
 
-def _send_event(events: tuple, name: str, exc: BaseException) -> None:
+def _send_event(events: tuple, name: str, exc: BaseException, _type=type, _str=str) -> None:
     """A part of an in-process test ended in an exception: said to the parent at once, on the
     results channel, before control goes back to the framework or the program (what a program
     rewrites afterwards, the observer's counters or the framework's result, cannot unwrite a
-    line the parent has). ``events``: (write_all, the channel's fd, the test's index, json.dumps),
-    bound before the test ran; () where no channel is given (the warm-up)."""
+    line the parent has). ``events`` (see ``_events``) is bound before the test ran; () where
+    no channel is given (the warm-up). The line is made with C functions bound before any
+    program ran (json's module, the program may patch). Where the channel is no longer the
+    one the child was given (the program moved another file onto its descriptor, to drop the
+    event and put the channel back after), or the event cannot be written, the process ends
+    at once: the parent fails the test that was running."""
     if events:
-        write, fd, i, dumps = events
-        write(fd, (dumps({"ev": i, "f": name, "e": _safe_describe(exc)[:500]}) + "\n").encode())
+        write, fd, i, quote, identity, fstat, end = events
+        try:
+            status = fstat(fd)
+            if (status.st_dev, status.st_ino) != identity:
+                end(75)
+            text = _safe_describe(exc)[:500]
+            write(fd, ('{"ev":%d,"f":%s,"e":%s}\n' % (i, quote(name if _type(name) is _str else "?"),
+                                                        quote(text if _type(text) is _str else "?"))).encode())
+        except BaseException:  # noqa: BLE001 - whatever stopped the event, the test does not pass
+            end(75)
 
 
 def _events(test: dict) -> tuple:
-    """The event channel of an in-process script test (``test["events"]``: the results fd and
-    the test's index, set by the child); () for a rewritten script, whose parent judges its
-    reports, and where none is set."""
+    """The event channel of an in-process script test (``test["events"]``: the results fd, the
+    test's index and the channel's (device, inode), set by the child before the program
+    loaded), with the functions that write it; () for a rewritten script, whose parent judges
+    its reports, and where none is set. Read before the script or any code of the program's
+    runs in the test."""
     where = test.get("events")
-    if test.get("report") or type(where) is not tuple:
+    if test.get("report") or type(where) is not tuple or len(where) != 3:
         return ()
-    return (write_all, where[0], where[1], _DUMPS)
+    return (write_all, where[0], where[1], _QUOTE, where[2], _FSTAT, _EXIT)
 
 
 def _error_record(error: BaseException, limit: float, took: float, status: str) -> dict:
@@ -220,6 +236,7 @@ def _unittest_run(test: dict, module: types.ModuleType, limit: float) -> tuple:
     runs both in one namespace; the script's own functions and data stay out of the program's
     reach), run by the unittest prepare() imported, each part observed. Returns (result,
     observer state, {id(case): test method name})."""
+    events = _events(test)  # first: before the script's code (and through it the program's) runs
     unittest = PREPARED["unittest"]
     imports, functions = script_tests.script_names(test["script"], "unittest")
     namespace = dict(module.__dict__)
@@ -233,7 +250,7 @@ def _unittest_run(test: dict, module: types.ModuleType, limit: float) -> tuple:
     if not isinstance(cases, type) or not issubclass(cases, unittest.TestCase):
         raise NameError("the test script defines no TestCases class")
     names = tuple(q.split(".", 1)[1] for q in functions if q.startswith("TestCases."))
-    state = _observe_unittest(cases, unittest.TestCase, names, _events(test))
+    state = _observe_unittest(cases, unittest.TestCase, names, events)
     suite = unittest.TestLoader().loadTestsFromTestCase(cases)
     loaded = {id(case): case._testMethodName for case in suite}
     result = unittest.TestResult()
@@ -404,9 +421,10 @@ def _observe_pytest(pytest, names: tuple, events: tuple = ()) -> tuple:
 def _pytest_run(test: dict, limit: float) -> tuple:
     """KodCode style: a pytest module that does `from solution import ...`, run by the pytest
     prepare() imported, each item's phases observed. Returns (pytest's outcomes, observer state)."""
+    events = _events(test)  # first: before the script's code (and through it the program's) runs
     pytest = PREPARED.get("pytest") or __import__("pytest")  # not prepared: imported here, after the ground
     _imports, functions = script_tests.script_names(test["script"], "pytest")
-    observer, state = _observe_pytest(pytest, tuple(functions), _events(test))
+    observer, state = _observe_pytest(pytest, tuple(functions), events)
     outcomes: dict[str, str] = {}
     timed(limit, pytest.main, _pytest_arguments(test["script"]), [observer, _PytestCollector(outcomes)])
     return outcomes, state

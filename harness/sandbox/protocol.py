@@ -21,11 +21,17 @@ by ``harness.verdicts.execution.RecordParser`` through ``loads_record``: bounded
 (``RESULT_CAP``), in nesting and items here, and never by the interpreter's recursion limit
 (json's C scanner recurses; a line it gives up on is read again by ``_IterativeDecoder``).
 
+A child whose job has script tests judged in-process first writes ``{"seal": key}``, a key
+of its own made before the program loads; each of those tests' passes then carries
+``"m": verdict_seal(key, i)``. The program may write records too, but it cannot name the key
+(see ``harness.sandbox.child.run``): a pass without the seal is a protocol violation.
+
 Only the standard library: the zygote imports this module.
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import os
@@ -46,6 +52,18 @@ class ReplyError(RuntimeError):
 
 class StreamEnded(ReplyError):
     """The zygote's stream ended (it exited or was killed) before the reply was whole."""
+
+
+SEAL_KEY_BYTES = 32
+
+
+def verdict_seal(key: bytes | None, index: int, _mac=hashlib.blake2b) -> str | None:
+    """The seal of "test ``index`` passed" under a child's key; None without a key, which no
+    record's seal equals. ``_mac`` is bound here, before any program ran (the child seals
+    with it while the program's code is loaded)."""
+    if key is None:
+        return None
+    return _mac(b"%d:passed" % index, key=key, digest_size=16).hexdigest()
 
 
 # -- zygote -> parent ------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from codea1.harness.errors import Codea1Error
 from codea1.harness.records import NOT_RUN, ExecJob, RawOutcome, RawResult, TestCase
-from codea1.harness.sandbox.protocol import loads_record, scan_record
+from codea1.harness.sandbox.protocol import SEAL_KEY_BYTES, loads_record, scan_record, verdict_seal
 from codea1.harness.sandbox.timing import WALL_CAP
 from codea1.harness.verdicts import plaindata, script_reports
 
@@ -213,8 +213,9 @@ class RecordParser:
     """The zygote protocol's result records for one job, parsed and checked once, as they
     arrive (``feed``), then turned into a RawResult (``finish``).
 
-    Records must arrive as the child writes them: one load record, then test records in
-    strictly increasing order, then done, one a line. A duplicate, a gap, a blank line, an
+    Records must arrive as the child writes them: the seal record where the job has tests
+    judged in-process (its key seals their passes: harness.sandbox.protocol), one load
+    record, then test records in strictly increasing order, then done, one a line. A duplicate, a gap, a blank line, an
     unknown record (the former expected-value records ``{"x": ...}`` included: no child
     computes expected values, ``harness.verdicts.expected`` does it beforehand) or anything after
     done means the program wrote into the channel: the result's ``exit`` then starts with
@@ -245,6 +246,7 @@ class RecordParser:
         self.done = False
         self.clock: dict[str, int] = {}  # the done record's counts (harness.sandbox.timing)
         self.part_failures: dict[int, str] = {}  # in-process script test -> the first part that failed, as it did
+        self.seal_key: bytes | None = None  # the child's key for in-process verdicts (its first record)
         self.violation: str | None = None
         self.partial = b""
         self.pending: list[bytes] = []  # chunks of a partial line, after ``partial``
@@ -319,7 +321,14 @@ class RecordParser:
                 raise ValueError("record is not an object")
             if self.done:
                 raise ValueError("record after done")
-            if "load" in rec:
+            if "seal" in rec:
+                # Written before the program loads, so no line of the program's can come first:
+                # the key the child then holds where the program's code cannot name it.
+                if self.loaded is not None or self.seal_key is not None or type(rec["seal"]) is not str \
+                        or len(rec["seal"]) != 2 * SEAL_KEY_BYTES:
+                    raise ValueError("seal record out of place")
+                self.seal_key = bytes.fromhex(rec["seal"])
+            elif "load" in rec:
                 if self.loaded is not None:
                     raise ValueError("second load record")
                 self.loaded = rec["load"]
@@ -360,6 +369,8 @@ class RecordParser:
                     details = rec.get("d")
                     outcome = RawOutcome(status, message=str(rec.get("e", "")),
                                          details={str(k): str(v) for k, v in details.items()} if type(details) is dict else None)
+                    if status == "passed" and rec.get("m") != verdict_seal(self.seal_key, self.next_index):
+                        raise ValueError(f"an in-process pass the harness did not seal (test {self.next_index})")
                     if status == "passed" and self.next_index in self.part_failures:
                         outcome = RawOutcome("failed", message=f"a part of the test failed as it ran "
                                                                f"({self.part_failures[self.next_index]}); the "

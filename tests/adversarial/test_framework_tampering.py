@@ -594,3 +594,90 @@ def test_a_finalizer_rolling_back_the_observer_through_raw_memory_does_not_pass(
     messages = {row["case"]: row["message"] for row in rows}
     assert "failed as it ran" in messages["bcb-hand-rollback"], messages
     assert "failed as it ran" in messages["kod-hand-rollback"], messages
+
+
+# -- the results channel: what a program writes there, or does to it --------------------------
+
+# From inside the call: the write end of the results pipe found by scanning descriptors, then
+# the record of a pass for the test now running, and the end of the job.
+FORGED_PASS = r'''
+import fcntl as _fcntl, os as _os, stat as _stat
+
+def _arm():
+    for fd in range(3, 256):
+        try:
+            mode = _os.fstat(fd).st_mode
+        except OSError:
+            continue
+        if _stat.S_ISFIFO(mode) and _fcntl.fcntl(fd, _fcntl.F_GETFL) & _os.O_ACCMODE == _os.O_WRONLY:
+            _os.write(fd, b'{"i":0,"s":"passed","e":"","t":0.0}\n{"done":true}\n')
+            _os._exit(0)
+'''
+
+# Every name of every frame up the stack (and one level into tuples, lists and dicts) searched
+# for what could seal a pass: a partial, or a function called seal; each is tried on test 0.
+SEAL_HUNT = r'''
+import functools as _functools, os as _os, sys as _sys
+
+def _arm():
+    frame, found = _sys._getframe(1), []
+    while frame is not None:
+        for value in list(frame.f_locals.values()):
+            inner = list(value) if type(value) in (tuple, list) else list(value.values()) if type(value) is dict else []
+            found += [v for v in [value] + inner
+                      if isinstance(v, _functools.partial) or getattr(v, "__name__", "") in ("seal", "verdict_seal")]
+        frame = frame.f_back
+    for candidate in found:
+        try:
+            mark = candidate(0)
+        except Exception:
+            continue
+        if type(mark) is str:
+            _os.write(3, ('{"i":0,"s":"passed","e":"","t":0.0,"m":"%s"}\n{"done":true}\n' % mark).encode())
+            _os._exit(0)
+'''
+
+# The results descriptor pointed at /dev/null from the first call on (a failure's event is then
+# lost), put back by the finalizer of the last test's outcome, which also rolls the observer's
+# counters and unittest's result back (RAW_COUNT).
+DROPPED_EVENTS = UNITTEST_ROLLBACK.replace(
+    "    def __del__(self):\n",
+    "    def __del__(self):\n        if self.case._testMethodName == 'test_3_message':\n"
+    "            _os.dup2(_saved[0], 3)\n").replace(
+    "def _arm():\n",
+    "import os as _os\n_saved = []\n\ndef _arm():\n    if not _saved:\n        _saved.append(_os.dup(3))\n"
+    "        _os.dup2(_os.open('/dev/null', _os.O_WRONLY), 3)\n")
+
+
+def test_what_a_program_does_to_the_results_channel_forges_no_pass(adv_executor):
+    """An in-process pass is taken only with the seal of a key the child made before the program
+    loaded and holds where no frame names it (protocol.verdict_seal): a pass the program writes
+    itself is a protocol violation, and the key is not found by walking the frames. An event
+    whose channel was moved away ends the process instead of being lost. Before, the forged
+    passes passed (one line written to the pipe, no raw memory), and so did the dropped
+    events with the rollback."""
+    problems = {key: make() for family in FAMILY_PROBLEMS.values() for key, make in family.items()}
+    cases = [ProgramCase("bcb-hand-forged-pass", "3", "bcb-inprocess", armed_each_call(BCB_PARTLY, "task_func",
+                                                                                     FORGED_PASS)),
+             ProgramCase("kod-hand-forged-pass", "3", "kod-inprocess", armed_each_call(KOD_PARTLY, "scale", FORGED_PASS)),
+             ProgramCase("bcb-268-forged-pass", "3", "bigcodebench", armed_each_call(BCB268_PARTLY, "task_func",
+                                                                                    FORGED_PASS)),
+             ProgramCase("bcb-hand-seal-hunt", "3", "bcb-inprocess", armed_each_call(BCB_PARTLY, "task_func", SEAL_HUNT)),
+             ProgramCase("kod-hand-seal-hunt", "3", "kod-inprocess", armed_each_call(KOD_PARTLY, "scale", SEAL_HUNT)),
+             ProgramCase("bcb-hand-dropped-events", "3", "bcb-inprocess",
+                         armed_each_call(BCB_PARTLY, "task_func", DROPPED_EVENTS)),
+             # the same on a right program changes nothing that matters: it still passes
+             ProgramCase("bcb-reference-seal-hunt", "-", "bcb-inprocess",
+                         armed_each_call(BCB_REFERENCE, "task_func", SEAL_HUNT), ("pass",), control=True),
+             ProgramCase("kod-reference-seal-hunt", "-", "kod-inprocess",
+                         armed_each_call(KOD_REFERENCE, "scale", SEAL_HUNT), ("pass",), control=True)]
+    rows = run_program_cases(adv_executor, cases, problems)
+    for row in rows:
+        if not row["control"]:
+            row["ok"] = not row["outcome"].startswith(("pass", "sandbox_error"))
+    broken = report("framework-tampering/results-channel", adv_executor.name, rows)
+    assert not broken, f"{len(broken)} of {len(rows)} cases broke their promise:\n" + "\n".join(broken)
+    messages = {row["case"]: row["message"] for row in rows}
+    assert "did not seal" in messages["bcb-hand-forged-pass"], messages
+    assert "did not seal" in messages["kod-hand-forged-pass"], messages
+    assert "ended during this test" in messages["bcb-hand-dropped-events"], messages

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from codea1.harness.records import NOT_RUN, ExecJob, RawOutcome, TestCase
+from codea1.harness.records import FAIL, NOT_RUN, ExecJob, RawOutcome, TestCase
 from codea1.harness.verdicts.execution import PayloadEncoder, RecordParser, parse_records
 from codea1.harness.verdicts.judge import judge
 
@@ -193,3 +193,49 @@ def test_a_long_line_in_many_chunks_is_joined_once():
     cut.feed(b'{"load":"ok"}\n' + line[:5000])
     cut.feed(line[5000:9000])
     assert cut.finish("finished").exit.startswith("protocol:")  # the child ended inside a record
+
+
+def in_process_job() -> ExecJob:
+    script = "import unittest\n\nclass TestCases(unittest.TestCase):\n    def test_1(self):\n        pass\n"
+    tests = [TestCase(id="s0", kind="script", script=script, framework="unittest", judged="in-process"),
+             TestCase(id="s1", kind="script", script=script, framework="unittest", judged="in-process")]
+    return ExecJob(job_id="k", code="", tests=tests, time_limits=[1.0, 1.0])
+
+
+def sealed_lines(key: bytes | None, passes: dict) -> list[bytes]:
+    head = [b'{"seal":"%s"}' % key.hex().encode()] if key is not None else []
+    body = [json.dumps({"i": i, "s": "passed", "e": "", "t": 0.1, **({"m": mark} if mark else {})}).encode()
+            for i, mark in passes.items()]
+    return [*head, b'{"load":"ok"}', *body, b'{"done":true}']
+
+
+def test_an_in_process_pass_counts_only_with_the_childs_seal():
+    """The child's first record is its key; each in-process pass carries the seal of its own
+    index under that key (protocol.verdict_seal). A pass unsealed, sealed for another test or
+    under another key, or a key announced after the program loaded, is the program writing
+    into the channel."""
+    from codea1.harness.sandbox.protocol import verdict_seal
+
+    key, other = bytes(range(32)), bytes(32)
+
+    def read(lines):
+        parser = RecordParser(in_process_job())
+        parser.feed(b"\n".join(lines) + b"\n")
+        return parser.finish("finished")
+
+    good = read(sealed_lines(key, {0: verdict_seal(key, 0), 1: verdict_seal(key, 1)}))
+    assert good.exit == "finished" and [o.status for o in good.outcomes] == ["passed", "passed"]
+    for lines in (sealed_lines(key, {0: verdict_seal(key, 0), 1: None}),
+                  sealed_lines(key, {0: verdict_seal(key, 0), 1: verdict_seal(key, 0)}),
+                  sealed_lines(key, {0: verdict_seal(key, 0), 1: verdict_seal(other, 1)}),
+                  sealed_lines(None, {0: verdict_seal(key, 0), 1: verdict_seal(key, 1)}),
+                  [b'{"load":"ok"}', b'{"seal":"%s"}' % key.hex().encode(),
+                   *sealed_lines(None, {0: verdict_seal(key, 0), 1: verdict_seal(key, 1)})[1:]],
+                  [b'{"seal":"00"}', *sealed_lines(None, {0: None})]):
+        raw = read(lines)
+        assert raw.exit.startswith("protocol:"), lines
+        assert judge("k", 0, in_process_job(), raw).status == FAIL, lines
+    failed = read([b'{"load":"ok"}', b'{"i":0,"s":"failed","e":"x","t":0.1}', b'{"i":1,"s":"failed","e":"x","t":0.1}',
+                   b'{"done":true}'])
+    assert failed.exit == "finished"  # a failure needs no seal: the program forging one fails itself
+    assert judge("k", 0, in_process_job(), good).status != FAIL
