@@ -43,6 +43,14 @@ class Benchmark:
     def load(self) -> list[Problem]:
         raise NotImplementedError
 
+    def prepare(self, problems: list[Problem]) -> list[Problem]:
+        """The problems a run uses, their tests made ready to run. ``load`` may leave costly
+        work on the tests to this step (BigCodeBench rewrites each task's test script for
+        the parent to judge), which the harness takes for the selected tasks only, after
+        selecting them: listing ids, selecting tasks and refusing a bad file stay quick.
+        Must be idempotent (a prepared problem comes back as it is). The default: as loaded."""
+        return list(problems)
+
     def min_time_limit_for(self, test) -> float:
         """The floor of one test's time limit (a pytest module needs longer than a call)."""
         return self.min_time_limit

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Sequence
 
 from codea1.harness.benchmark import BenchmarkError
+from codea1.harness.config_fields import check_fields
 from codea1.harness.errors import ConfigError
 from codea1.harness.longlived import long_lived
 from codea1.harness.records import Problem
@@ -48,6 +49,9 @@ class RunConfig:
     ROWS = "rows.jsonl"
     DATA_FLAG: ClassVar[str] = "--data"  # how an error names the data path
     IDENTITY: ClassVar[tuple[str, ...]] = ("benchmark", "data", "benchmark_options")
+
+    def __post_init__(self):
+        check_fields(self)  # the API refuses what the command line would, naming the field
 
     def record(self) -> dict[str, Any]:
         return {**asdict(self), "command": self.COMMAND}
@@ -153,7 +157,8 @@ def check_workers(cfg: RunConfig) -> None:
 
 
 def load_selection(bench, cfg: RunConfig) -> tuple[list[Problem], list[Problem]]:
-    """The benchmark's problems (kept to the run's end) and the ones ``cfg`` selects."""
+    """The benchmark's problems (kept to the run's end) and the ones ``cfg`` selects, these
+    prepared (``Benchmark.prepare``: their tests ready to run)."""
     try:
         with long_lived():
             loaded = bench.load()
@@ -162,7 +167,10 @@ def load_selection(bench, cfg: RunConfig) -> tuple[list[Problem], list[Problem]]
         if cfg.DATA_FLAG != "--data" and str(exc).startswith("--data "):
             raise BenchmarkError(cfg.DATA_FLAG + str(exc)[len("--data"):]) from None
         raise
-    return loaded, select_tasks(loaded, cfg.tasks, cfg.limit, cfg.benchmark)
+    selected = select_tasks(loaded, cfg.tasks, cfg.limit, cfg.benchmark)
+    with long_lived():
+        prepared = {p.task_id: p for p in bench.prepare(selected)}
+    return [prepared.get(p.task_id, p) for p in loaded], list(prepared.values())
 
 
 class Run:

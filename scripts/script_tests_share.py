@@ -109,15 +109,16 @@ def reference_results(bench, before: list, after: list, executor) -> dict:
 
 
 def load(plugins, name: str, options: dict, rewrite: bool) -> list:
-    """The benchmark's problems, with its script tests rewritten or (``rewrite`` False) as
-    they were before harness.verdicts.script_tests."""
+    """The benchmark's problems, prepared as a run prepares them, with their script tests
+    rewritten or (``rewrite`` False) as they were before harness.verdicts.script_tests."""
     from codea1.benchmarks import bigcodebench, kodcode
 
     saved = kodcode.split_test, bigcodebench.split_test
     if not rewrite:
         kodcode.split_test = bigcodebench.split_test = lambda test, context="": [test]
     try:
-        return plugins.benchmarks.create(name, options).load()
+        bench = plugins.benchmarks.create(name, options)
+        return bench.prepare(bench.load())
     finally:
         kodcode.split_test, bigcodebench.split_test = saved
 

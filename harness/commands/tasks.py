@@ -11,7 +11,8 @@ from codea1.harness.hookspecs import hookimpl
 
 class TasksCommand(Command):
     name = "tasks"
-    description = "list a benchmark's tasks: id, entry point, number of golden tests"
+    description = ("list a benchmark's tasks: id, entry point, number of golden tests as loaded (a test script "
+                   "counts once: a run may split it)")
 
     def add_arguments(self, p):
         p.add_argument("--benchmark", required=True, help="benchmark name (see `codea1 plugins`)")

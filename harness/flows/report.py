@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from codea1.harness.config_fields import check_fields
 from codea1.harness.errors import Codea1Error, ConfigError
 from codea1.harness.intervals import METHOD, MIN_RANKED_TASKS, mean_interval, paired
 from codea1.harness.records import OUTSIDE
@@ -67,6 +68,9 @@ class ReportConfig:
     title: str = "codea1 report"
     strict: bool = False
     overwrite: bool = False
+
+    def __post_init__(self):
+        check_fields(self)
 
 
 @dataclass

@@ -710,7 +710,7 @@ def evaluate_policies(plugins, run: Run, context: TrainContext, evaluation: Eval
     for kind, e in evaluation.entries():
         role = kind if kind in context.policies else "code"
         bench = create_benchmark(plugins, e.benchmark, e.data, {})
-        problems = select_tasks(bench.load(), None, e.limit, e.benchmark)
+        problems = bench.prepare(select_tasks(bench.load(), None, e.limit, e.benchmark))
         messages = [question_messages(DEFAULT_PROMPT[kind], p, k=getattr(e, "n_tests", 8)) for p in problems]
         sampling = SamplingParams(e.temperature, e.top_p, e.max_tokens, context.seed_for(step, f"eval/{kind}"))
         samples = context.policies[role].generate(messages, e.n if kind == "code" else 1, sampling,

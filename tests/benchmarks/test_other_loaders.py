@@ -58,6 +58,41 @@ def test_bigcodebench_splits_subsets_and_missing_libraries(plugins, tmp_path):
     assert scored_only["coverage"]["scored"] == 1 and scored_only["coverage"]["skipped_count_as"] == "left out"
 
 
+@pytest.mark.long  # two commands that load BigCodeBench (and a run its libraries): about a minute
+def test_bigcodebench_lists_and_selects_tasks_without_rewriting_their_tests(tmp_path):
+    """Loading leaves each task's test script as it is (``Benchmark.prepare`` rewrites it):
+    `codea1 tasks` lists the 1,140 tasks and rewrites none (the cache's rewrites/ folder stays
+    empty, where it took a minute before); a run rewrites the scripts of its selected tasks
+    only, and judges them as before."""
+    data = shared_file("bigcodebench", "BigCodeBench-v0.1.0.jsonl.gz")
+    cache = tmp_path / "cache"
+    env = {**os.environ, "CODEA1_CACHE_DIR": str(cache)}
+
+    def written():
+        return sorted(p.name for p in (cache / "rewrites").glob("*.json")) if (cache / "rewrites").is_dir() else []
+
+    listed = subprocess.run([*codea1_command(), "tasks", "--benchmark", "bigcodebench", "--data", str(data), "--json"],
+                            capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr[-2000:]
+    rows = [json.loads(line) for line in listed.stdout.splitlines()]
+    assert len(rows) == 1140 and rows[0] == {"task_id": "BigCodeBench/0", "entry_point": "task_func", "tests": 1}
+    assert written() == []
+    raw = {r["task_id"]: r for r in map(json.loads, gzip.open(data, "rt")) if r["task_id"] in ("BigCodeBench/0",
+                                                                                             "BigCodeBench/1")}
+    samples = write_samples(tmp_path / "s.jsonl", [{"task_id": t, "solution": r["complete_prompt"] + "\n" +
+                                                    r["canonical_solution"]} for t, r in raw.items()])
+    run = subprocess.run([*codea1_command(), "evaluate", "--benchmark", "bigcodebench", "--data", str(data),
+                          "--samples", samples, "--tasks", "BigCodeBench/0,BigCodeBench/1", "--allow-partial",
+                          "--out", str(tmp_path / "run"), "--no-progress"],
+                         capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert len(written()) == 2  # the two selected tasks' scripts, rewritten once each
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert results["metrics"]["pass@1"] == 1.0
+    assert {v["task_id"]: v["judged"] for v in map(json.loads, (tmp_path / "run" / "verdicts.jsonl").open())} == {
+        "BigCodeBench/0": "parent", "BigCodeBench/1": "parent"}
+
+
 WITHOUT_BIGCODEBENCH = ("import sys; sys.modules['bigcodebench'] = None  # any import of it now fails\n"
                         "from codea1.harness.cli import main; sys.exit(main(sys.argv[1:]))")
 
