@@ -74,6 +74,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                     pass
             os._exit(130)
         return 130
+    except OSError as exc:
+        # A place the run writes to that refuses (read-only, full, no permission) is the
+        # user's to fix: one line; what was written before it stays (runstore.write_error).
+        from codea1.harness.runstore import WRITE_ERRNOS, write_error
+
+        if exc.errno not in WRITE_ERRNOS or not exc.filename or isinstance(exc, BrokenPipeError):
+            raise
+        if known.debug:
+            traceback.print_exc()
+        print(f"codea1: error: {write_error(exc.filename, exc)}", file=sys.stderr)
+        return 2
     except BrokenPipeError:  # `codea1 ... | head` closed the pipe: nothing more to say
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
         return 0

@@ -27,7 +27,7 @@ from codea1.harness.errors import ConfigError
 from codea1.harness.longlived import long_lived
 from codea1.harness.records import Problem
 from codea1.harness.registry import did_you_mean
-from codea1.harness.runstore import RunStore
+from codea1.harness.runstore import RunStore, RunStoreError
 
 
 @dataclass(kw_only=True)
@@ -254,7 +254,10 @@ class Run:
 
     def __exit__(self, exc_type, *exc) -> None:
         if exc_type is not None and self.store is not None:
-            self.store.mark_interrupted()  # this process lives on (a library call): not "in progress"
+            try:
+                self.store.mark_interrupted()  # this process lives on (a library call): not "in progress"
+            except RunStoreError:
+                pass  # the directory refuses writes: the error on its way says so
         self.close()
 
 

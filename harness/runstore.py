@@ -6,6 +6,7 @@ starts over. Nothing ever prompts."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import platform
@@ -79,6 +80,43 @@ def make_directory(path: Path, flag: str, what: str) -> None:
         raise RunStoreError(f"{flag} {path}: cannot create {what}: {why}") from None
 
 
+# What the place a run writes to can refuse, which the user fixes (space, permissions, a
+# read-only mount): one line, not a traceback. Any other OSError is a bug and shows one.
+WRITE_ERRNOS = frozenset((errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EFBIG))
+
+
+def write_error(path, exc: OSError, flag: str = "") -> RunStoreError:
+    """The one-line error for a write the run directory refused."""
+    why = (exc.strerror or str(exc)).lower()
+    where = f"{flag} {path}" if flag else str(path)
+    return RunStoreError(f"{where}: cannot write there: {why}; what the run wrote before is kept (free space or "
+                         f"fix the permissions, then rerun the same command to resume, or use another --out)")
+
+
+def check_writable(path: Path, flag: str = "--out") -> None:
+    """The run directory ``path`` (or the nearest folder above it that exists, where it will
+    be made) can be written, without writing anything (``--dry-run``): ``os.access`` says no
+    for a read-only mount even to root."""
+    if path.exists() and not path.is_dir():
+        raise RunStoreError(f"{flag} {path}: a file is there; the run directory must be a directory "
+                            f"(or not exist yet)")
+    here = path
+    while not here.exists():
+        here = here.parent
+    if not here.is_dir():
+        raise RunStoreError(f"{flag} {path}: cannot create the run directory: {here} is a file, not a directory")
+    if not os.access(here, os.W_OK | os.X_OK):
+        why = "read-only file system" if _read_only(here) else "permission denied"
+        raise RunStoreError(f"{flag} {path}: cannot write there: {why} ({here})")
+
+
+def _read_only(path: Path) -> bool:
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
 def check_same_run(config_path: Path, config: dict[str, Any], identity: tuple[str, ...]) -> None:
     """A rerun into a directory whose config.json records another run is refused."""
     if not config_path.exists():
@@ -107,7 +145,8 @@ class RunStore:
                                 f"(or not exist yet)")
         make_directory(self.dir, "--out", "the run directory")
         self.rows_path = self.dir / rows_name  # one JSON row per finished unit, appended
-        self._rows = None  # the rows file, open for appending once the first row comes
+        self._rows: int | None = None  # the rows file's descriptor, open for appending once the first row comes
+        self._refused: OSError | None = None  # the last write the directory refused
         self.config_path = self.dir / "config.json"
         if overwrite:
             for name in (rows_name, "results.json", "config.json", "environment.json", RUNNING):
@@ -115,12 +154,25 @@ class RunStore:
         else:
             check_same_run(self.config_path, config, identity)
         self.config = {**config, "record_version": RECORD_VERSION}
-        self._write_json(self.config_path, self.config)
+        try:
+            self._write_json(self.config_path, self.config)
+        except RunStoreError:
+            raise write_error(out_dir, self._refused, "--out") from None
 
     def _write_json(self, path: Path, data: Any) -> None:
         tmp = path.with_suffix(path.suffix + ".tmp")
-        tmp.write_text(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
-        os.replace(tmp, path)
+        try:
+            tmp.write_text(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
+            os.replace(tmp, path)
+        except OSError as exc:
+            if exc.errno not in WRITE_ERRNOS:
+                raise
+            try:
+                tmp.unlink(missing_ok=True)
+            except OSError:
+                pass  # a read-only place holds no half-written file
+            self._refused = exc
+            raise write_error(path, exc) from None
 
     def mark_running(self) -> None:
         """running.json: this process works on the run (removed by ``mark_finished``; left
@@ -153,16 +205,25 @@ class RunStore:
         self.append_row(verdict.to_json())
 
     def append_row(self, row: dict[str, Any]) -> None:
-        """One row, flushed to the kernel before returning (a kill after it keeps the row).
-        The file stays open between rows: opening it per row was a visible cost."""
-        if self._rows is None or self._rows.closed:
-            self._rows = open(self.rows_path, "a", encoding="utf-8")
-        self._rows.write(json.dumps(row, separators=(",", ":"), default=str) + "\n")
-        self._rows.flush()
+        """One row, written to the kernel before returning (a kill after it keeps the row).
+        The file stays open between rows (opening it per row was a visible cost); unbuffered,
+        so a write the disk refuses leaves nothing behind to flush again."""
+        data = (json.dumps(row, separators=(",", ":"), default=str) + "\n").encode()
+        try:
+            if self._rows is None:
+                self._rows = os.open(self.rows_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self._rows, view):]
+        except OSError as exc:
+            if exc.errno not in WRITE_ERRNOS:
+                raise
+            self.close()  # a torn last line is cut when the run resumes (load_rows)
+            raise write_error(self.rows_path, exc) from None
 
     def close(self) -> None:
         if self._rows is not None:
-            self._rows.close()
+            os.close(self._rows)
             self._rows = None
 
     def write_results(self, results: dict[str, Any]) -> Path:

@@ -61,7 +61,7 @@ from codea1.harness.generation import SamplingParams
 from codea1.harness.mirror import SINKS, StepMirror, check_installed
 from codea1.harness.registry import OptionError, build_dataclass, did_you_mean, parse_options
 from codea1.harness.run import ExecutingRunConfig, Run, check_workers, create_benchmark, load_selection, open_run
-from codea1.harness.runstore import check_same_run
+from codea1.harness.runstore import check_same_run, check_writable
 from codea1.harness.training import PolicyBackend, TrainContext
 
 SECTIONS = ("train", "benchmark", "executor", "trainer", "policies", "evaluation")
@@ -334,6 +334,7 @@ def dry_run(plugins, cfg: TrainConfig) -> dict[str, Any]:
     written: the plan, line by line, and the resolved config as TOML."""
     out = Path(cfg.out)
     action = out_action(cfg, out)
+    check_writable(out)
     resumes = check_resume(cfg, out) if action == "resume" else []
     check_workers(cfg)
     parse_options(plugins.executors.get(cfg.executor), cfg.executor_options)
