@@ -17,6 +17,7 @@ from typing import Any
 from codea1.harness.errors import Codea1Error
 from codea1.harness.flows.report import read_json
 from codea1.harness.registry import did_you_mean
+from codea1.harness.run import variant_name
 from codea1.harness.runstore import run_status
 from codea1.harness.training import headline, run_columns
 
@@ -93,6 +94,50 @@ def limits(config: dict) -> str:
             f"memory {lim['memory_mb']} MB")
 
 
+# The options of each kind of run that change what it measured or how its figures are
+# counted (beside the benchmark's own, in its variant name, and the limits): shown where a
+# run's config.json gives them a value other than their default.
+MEASURING = {
+    "evaluate": ("test_details", "exclude_skipped", "allow_partial", "executor_options"),
+    "evaluate-tests": ("mut_task_set", "mutant_timeout", "test_timeout", "suite", "allow_other_forms",
+                       "allow_partial", "coverage", "executor_options"),
+    "generate": ("k", "white_box_from", "prompt_file", "generator_options"),
+    "tts": ("curves", "executor_options"),
+}
+
+
+def options(kind: str, config: dict) -> str:
+    """``MEASURING``'s options of this kind of run that the run set away from their defaults,
+    as KEY=VALUE; "defaults" where none."""
+    import dataclasses
+
+    cls = config_class(kind)
+    defaults = {f.name: f.default if f.default is not dataclasses.MISSING else f.default_factory()
+                for f in dataclasses.fields(cls)
+                if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING}
+    changed = []
+    for name in MEASURING[kind]:
+        if name in config and name in defaults and config[name] != defaults[name]:
+            value = config[name]
+            if isinstance(value, dict):
+                changed += [f"{name}.{k}={v}" for k, v in sorted(value.items())]
+            else:
+                changed.append(f"{name}={value}")
+    return ", ".join(changed) or "defaults"
+
+
+def config_class(kind: str) -> type:
+    if kind == "evaluate":
+        from codea1.harness.flows.evaluate import EvaluateConfig as cls
+    elif kind == "evaluate-tests":
+        from codea1.harness.flows.evaluate_tests import EvaluateTestsConfig as cls
+    elif kind == "generate":
+        from codea1.harness.flows.generate import GenerateConfig as cls
+    else:
+        from codea1.harness.flows.tts import TTSConfig as cls
+    return cls
+
+
 def with_metrics(results: dict, shown: dict) -> None:
     shown["metrics"] = results.get("metrics", {})
     shown["metric_notes"] = results.get("metric_notes", {})
@@ -103,7 +148,7 @@ def with_metrics(results: dict, shown: dict) -> None:
 def show_evaluate(path: Path, config: dict, results: dict, shown: dict) -> None:
     shown["config"] = {"benchmark": selection(config), "samples": config.get("samples") or "the benchmark's own",
                        "executor": executor(config), "k": ", ".join(map(str, config.get("k", []))),
-                       "limits": limits(config)}
+                       "limits": limits(config), "options": options("evaluate", config)}
     with_metrics(results, shown)
     from codea1.harness.flows.evaluate import clock_lines, coverage_line, verdict_lines
 
@@ -118,7 +163,8 @@ def show_evaluate(path: Path, config: dict, results: dict, shown: dict) -> None:
 def show_evaluate_tests(path: Path, config: dict, results: dict, shown: dict) -> None:
     shown["config"] = {"benchmark": selection(config), "tests": config.get("tests"), "executor": executor(config),
                        "k": ", ".join(map(str, config.get("k", []))), "limits": limits(config),
-                       "coverage": "yes" if config.get("coverage") else "no"}
+                       "coverage": "yes" if config.get("coverage") else "no",
+                       "options": options("evaluate-tests", config)}
     with_metrics(results, shown)
     if results.get("coverage"):
         from codea1.harness.flows.evaluate import coverage_line
@@ -135,7 +181,8 @@ def show_generate(path: Path, config: dict, results: dict, shown: dict) -> None:
                        "generator": config.get("generator"), "model": config.get("model") or "-",
                        "prompt": config.get("prompt"),
                        "sampling": ", ".join(f"{k} {config.get(k)}" for k in ("n", "temperature", "top_p", "max_tokens",
-                                                                              "seed"))}
+                                                                              "seed")),
+                       "options": options("generate", config)}
     if results:
         shown["lines"].append(f"rows: {results.get('rows')} for {results.get('tasks')} tasks")
         shown["lines"].append("parsing: " + ", ".join(f"{k} {v}" for k, v in results.get("parsing", {}).items()))
@@ -143,7 +190,8 @@ def show_generate(path: Path, config: dict, results: dict, shown: dict) -> None:
 
 def show_tts(path: Path, config: dict, results: dict, shown: dict) -> None:
     shown["config"] = {"benchmark": selection(config), "codes": config.get("codes"), "tests": config.get("tests"),
-                       "executor": executor(config), "test timeout": f"{config.get('test_timeout')} s"}
+                       "executor": executor(config), "test timeout": f"{config.get('test_timeout')} s",
+                       "options": options("tts", config)}
     with_metrics(results, shown)
     if results.get("counts"):
         c = results["counts"]
@@ -157,8 +205,11 @@ def show_train(path: Path, config: dict, shown: dict, plugins: Any) -> None:
 
     t, bench, ex = config.get("train", {}), config.get("benchmark", {}), config.get("executor", {})
     shown["config"] = {"trainer": f"{t.get('trainer')}, batch {t.get('batch_size')}, seed {t.get('seed')}",
-                       "benchmark": selection({**bench, "benchmark": bench.get("name", "")}),
+                       "benchmark": selection({**bench, "benchmark": variant_name(bench.get("name", ""),
+                                                                                  bench.get("options"))}),
                        "executor": executor({"executor": ex.get("name"), "workers": ex.get("workers")})}
+    if ex.get("options"):
+        shown["config"]["executor"] += " (" + ", ".join(f"{k}={v}" for k, v in sorted(ex["options"].items())) + ")"
     for role, policy in config.get("policies", {}).items():
         shown["config"][f"policy {role}"] = f"{policy.get('backend')}, model {policy.get('model', '-')}"
     if t.get("log_to"):

@@ -29,6 +29,8 @@ def runs(tmp_path_factory):
     tests = tmp / "tests.jsonl"
     tests.write_text(json.dumps({"task_id": "demo/0", "tests": ["assert digit_sum(123) == 6"]}) + "\n")
     for argv in (["evaluate", "--benchmark", "demo", "--out", "evaluate"],
+                 ["evaluate", "--benchmark", "demo", "--test-details", "--exclude-skipped", "--tasks", "demo/0",
+                  "--out", "evaluate-details"],
                  ["evaluate-tests", "--benchmark", "demo", "--tests", "golden", "--tasks", "demo/0,demo/1", "--k", "1",
                   "--no-coverage", "--out", "evaluate-tests"],
                  ["generate", "--role", "code", "--benchmark", "demo", "--generator", "replay", "--generator-opt",
@@ -50,6 +52,16 @@ def test_show_an_evaluate_run(runs):
     assert "  limits       a test's time max(1.0 s, 4.0 x the reference's), memory 4096 MB" in lines
     assert "verdicts: pass 12, fail 5, timeout 1, error 1" in lines
     assert any(line.startswith("  pass@1") and f"{100 * results['metrics']['pass@1']:6.2f}%" in line for line in lines)
+    assert "  options      defaults" in lines
+
+
+def test_show_names_every_option_that_changed_what_a_run_measured(runs):
+    """Beside the benchmark's options (in its variant name) and the limits: the flow's own
+    options that change a figure or how it is counted, where they are not the defaults."""
+    assert "  options      test_details=True, exclude_skipped=True" in show(runs, "evaluate-details").stdout.splitlines()
+    assert "  options      coverage=False" in show(runs, "evaluate-tests").stdout.splitlines()
+    generated = show(runs, "generate").stdout.splitlines()
+    assert f"  options      generator_options.file={runs / 'responses.jsonl'}" in generated
 
 
 def test_show_evaluate_tests_generate_and_tts_runs(runs):
