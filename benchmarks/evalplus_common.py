@@ -91,8 +91,11 @@ def load_evalplus_problems(dataset: str, data: str | None, mini: bool = False) -
             if "BOM" in str(exc):
                 raise BenchmarkError(f"{data}:1: starts with a UTF-8 byte order mark, which evalplus' loader "
                                      f"cannot read: save the file without one") from None
-        where = data or "evalplus' download"
-        raise BenchmarkError(f"{where}: evalplus could not load {dataset}+: {type(exc).__name__}: {exc}") from exc
+        if not data:
+            pattern = "HumanEvalPlus-*.jsonl.gz" if dataset == "humaneval" else "MbppPlus-*.jsonl.gz"
+            raise BenchmarkError(f"evalplus could not download {dataset}+ ({type(exc).__name__}: {exc}): pass --data "
+                                 f"with a {pattern} file (offline: the data is not downloaded)") from exc
+        raise BenchmarkError(f"{data}: evalplus could not load {dataset}+: {type(exc).__name__}: {exc}") from exc
 
 
 def import_evalplus_data(module_name: str):

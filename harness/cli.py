@@ -13,6 +13,7 @@ Errors: a ``Codea1Error`` (bad input, a missing tool) prints one line and exits 
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import shlex
 import sys
@@ -30,15 +31,38 @@ def _global_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--debug", action="store_true", help="show the traceback of user errors too")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a usage error on one line (the usage is one ``--help`` away)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser(plugins) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="codea1", description="Evaluate and train code LLMs and test LLMs.")
+    parser = _Parser(prog="codea1", description="Evaluate and train code LLMs and test LLMs.")
     parser.add_argument("--version", action="version", version=f"codea1 {codea1.__version__}")
     _global_flags(parser)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in plugins.commands.names():
         command = plugins.commands.get(name).cls
         command().add_arguments(sub.add_parser(name, help=command.description, description=command.description))
+    parser.set_defaults(_commands=sub.choices)
     return parser
+
+
+def parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """``parser.parse_args``, where an unknown flag is answered by the command's own parser,
+    with the flag it may have meant (the global flags are read anywhere on the line)."""
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        command = args._commands[args.command]
+        known = [flag for flag in command._option_string_actions if flag.startswith("--")]
+        close = [difflib.get_close_matches(extra.split("=", 1)[0], known, n=3, cutoff=0.6) for extra in extras
+                 if extra.startswith("--")]
+        hint = "".join(f"; did you mean {' or '.join(names)}?" for names in close if names)
+        command.error(f"unrecognized arguments: {' '.join(extras)}{hint}")
+    del args._commands
+    return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -50,7 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = args = None
     try:
         plugins = load_plugins(known.plugin)
-        args = build_parser(plugins).parse_args(argv)
+        args = parse(build_parser(plugins), argv)
         command = plugins.commands.create(args.command)
         status = command.run(plugins, args)
         sys.stdout.flush()  # here, not at exit: a reader that closed the pipe early is handled below
@@ -74,20 +98,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                     pass
             os._exit(130)
         return 130
+    except BrokenPipeError:  # `codea1 ... | head` closed the pipe: nothing more to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        return 0
     except OSError as exc:
         # A place the run writes to that refuses (read-only, full, no permission) is the
         # user's to fix: one line; what was written before it stays (runstore.write_error).
         from codea1.harness.runstore import WRITE_ERRNOS, write_error
 
-        if exc.errno not in WRITE_ERRNOS or not exc.filename or isinstance(exc, BrokenPipeError):
+        if exc.errno not in WRITE_ERRNOS or not exc.filename:
             raise
         if known.debug:
             traceback.print_exc()
         print(f"codea1: error: {write_error(exc.filename, exc)}", file=sys.stderr)
         return 2
-    except BrokenPipeError:  # `codea1 ... | head` closed the pipe: nothing more to say
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
-        return 0
 
 
 if __name__ == "__main__":

@@ -28,4 +28,4 @@ class Command:
     def resume_argv(self, args: argparse.Namespace, argv: list[str]) -> list[str]:
         """The arguments that go on where an interrupted ``codea1 ARGV`` stopped: the same,
         less ``--overwrite`` (which would discard what the interrupted run kept)."""
-        return [a for a in argv if a != "--overwrite"]
+        return [a for a in argv if a not in ("--overwrite", "--i-just-wanna-run")]

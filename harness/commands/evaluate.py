@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from codea1.harness.command import Command
 from codea1.harness.commands.shared import (
     benchmark_flags,
@@ -13,7 +15,19 @@ from codea1.harness.commands.shared import (
     print_metrics,
     run_dir_flags,
 )
+from codea1.harness.errors import ConfigError
 from codea1.harness.hookspecs import hookimpl
+
+
+def default_out(samples: str | None) -> str:
+    """evalplus' place for results when none is given: beside the samples (its
+    ``samples_eval_results.json``; a run directory here, ``samples_eval/``)."""
+    if not samples:
+        raise ConfigError("--out is required when --samples is not given: the samples are the benchmark's own, "
+                          "with no folder of yours to put the run beside")
+    path = Path(samples)
+    stem = path.name[:-len(".jsonl")] if path.name.endswith(".jsonl") else path.name
+    return str(path.with_name(stem.rstrip("/") + "_eval"))
 
 
 class EvaluateCommand(Command):
@@ -26,7 +40,9 @@ class EvaluateCommand(Command):
         executor_flags(p)
         limit_flags(p)
         p.add_argument("--k", type=ks, default=[1], help="comma-separated k for pass@k/avg@k (default 1)")
-        run_dir_flags(p)
+        run_dir_flags(p, out_required=False,
+                      out_help="run directory (resumed when it exists); without it, beside --samples: "
+                               "SAMPLES_eval/ for SAMPLES.jsonl, where evalplus writes SAMPLES_eval_results.json")
         p.add_argument("--per-task", action="store_true", help="print the per-task table whatever the task count")
         p.add_argument("--no-reference-cache", action="store_true", help="recompute reference outputs")
         p.add_argument("--no-dedupe", action="store_true",
@@ -53,6 +69,9 @@ class EvaluateCommand(Command):
             verdict_lines,
         )
 
+        if args.out is None:
+            args.out = default_out(args.samples)
+            print(f"out {args.out} (no --out: beside the samples, where evalplus writes its *_eval_results.json)")
         cfg = EvaluateConfig(**common(args), **limits(args), samples=args.samples, k=args.k,
                              reference_cache=not args.no_reference_cache, dedupe=not args.no_dedupe,
                              allow_partial=args.allow_partial, exclude_skipped=args.exclude_skipped,

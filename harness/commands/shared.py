@@ -102,9 +102,11 @@ def limits(args: argparse.Namespace) -> dict:
                 memory_mb=args.memory_mb)
 
 
-def run_dir_flags(p: argparse.ArgumentParser, what: str = "run directory") -> None:
-    p.add_argument("--out", required=True, help=f"{what} (resumed when it exists)")
-    p.add_argument("--overwrite", action="store_true", help="discard what --out holds and start over")
+def run_dir_flags(p: argparse.ArgumentParser, what: str = "run directory", out_required: bool = True,
+                  out_help: str = "") -> None:
+    p.add_argument("--out", required=out_required, help=out_help or f"{what} (resumed when it exists)")
+    p.add_argument("--overwrite", "--i-just-wanna-run", action="store_true",
+                   help="discard what --out holds and start over (evalplus' --i-just-wanna-run)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 

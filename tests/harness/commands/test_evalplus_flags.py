@@ -5,6 +5,7 @@ HumanEval/23 of the shared HumanEval+ data."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 
@@ -152,3 +153,48 @@ def test_help_names_the_evalplus_flags(command, flags):
     for flag in flags:
         assert flag in r.stdout
     assert "evalplus'" in r.stdout
+
+
+def test_evalplus_habits_are_met_or_answered_in_one_line(tmp_path, samples):
+    """--i-just-wanna-run is --overwrite; a flag we do not have names the one meant; a bad
+    value is one line (no usage block); without --out the run goes beside the samples, where
+    evalplus puts its *_eval_results.json; offline without --data, the line says to pass it."""
+    data = full_data()
+    base = ["evaluate", "--dataset", "humaneval", "--data", str(data), "--samples", str(samples), "--tasks", TASK,
+            "--no-progress"]
+    first = codea1(*base)
+    assert first.returncode == 0, first.stderr
+    beside = tmp_path / "s_eval"
+    assert first.stdout.splitlines()[0] == (f"out {beside} (no --out: beside the samples, where evalplus writes its "
+                                            f"*_eval_results.json)")
+    assert json.loads((beside / "results.json").read_text())["metrics"]["pass@1"] == pytest.approx(1 / 3)
+    again = codea1(*base, "--i-just-wanna-run")
+    assert again.returncode == 0 and "(resumed 0)" in again.stdout, again.stdout  # started over, as --overwrite
+    resumed = codea1(*base)
+    assert "(resumed 3)" in resumed.stdout, resumed.stdout
+
+    typo = codea1(*base, "--overwirte")
+    assert typo.returncode == 2 and typo.stderr.splitlines() == [
+        "codea1 evaluate: error: unrecognized arguments: --overwirte; did you mean --overwrite? "
+        "(see codea1 evaluate --help)"]
+    zero = codea1(*base, "--k", "0")
+    assert zero.returncode == 2 and zero.stderr.splitlines() == [
+        "codea1 evaluate: error: argument --k: --k '0': expected comma-separated positive integers "
+        "(see codea1 evaluate --help)"]
+    no_samples = codea1("evaluate", "--benchmark", "demo")
+    assert no_samples.returncode == 2 and no_samples.stderr.splitlines() == [
+        "codea1: error: --out is required when --samples is not given: the samples are the benchmark's own, "
+        "with no folder of yours to put the run beside"]
+
+    # No network: a proxy that refuses every connection, and an empty evalplus cache.
+    env = {**os.environ, "HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9",
+           "XDG_CACHE_HOME": str(tmp_path / "cache"), "HOME": str(tmp_path / "home")}
+    offline = subprocess.run([*codea1_command(), "evaluate", "--dataset", "humaneval", "--samples", str(samples),
+                              "--tasks", TASK,
+                              "--out", str(tmp_path / "offline"), "--no-progress"],
+                             capture_output=True, text=True, timeout=300, env=env)
+    assert offline.returncode == 2, offline.stderr
+    line = offline.stderr.splitlines()[-1]
+    assert line.startswith("codea1: error: evalplus could not download humaneval+ (") and line.endswith(
+        "): pass --data with a HumanEvalPlus-*.jsonl.gz file (offline: the data is not downloaded)"), line
+    assert not (tmp_path / "offline").exists()
