@@ -648,44 +648,54 @@ def resume(run: Run, trainer, context: TrainContext, out: Path) -> int:
 
 
 class step_bar:
-    """One progress bar for the steps; its postfix shows the last step's rewards and each
-    policy's loss (is the run learning?), then the phase of the current step."""
+    """The steps on two lines that each fit the terminal, 80 columns at most: the bar, with
+    the step now running, its phase and its seconds so far; under it, the last step's rewards and each policy's
+    loss (is the run learning?)."""
 
     def __init__(self, total: int, first: int, enabled: bool, roles: tuple[str, ...] = ()):
         self.total, self.first, self.enabled, self.roles = total, first, enabled, roles
-        self.bar = None
-        self.figures = self.phase = ""
+        self.bar = self.status = None
+        self.phase = ""
+        self.step = first + 1
+        self.step_start = time.perf_counter()
 
     def __enter__(self):
         if self.enabled:
+            import shutil
             import sys
 
             from tqdm import tqdm
 
+            width = min(80, shutil.get_terminal_size((80, 24)).columns)
             self.bar = tqdm(total=self.total, initial=self.first, desc="train", unit="step", file=sys.stderr,
-                            dynamic_ncols=True)
+                            ncols=width, position=0)
+            self.status = tqdm(total=0, bar_format="{desc}", file=sys.stderr, ncols=width, position=1,
+                               desc="  last step: none yet")
         return self
 
     def show_phase(self, name: str) -> None:
         self.phase = name
-        self._show()
+        if self.bar is not None:
+            # the step's own clock: before the first step ends, tqdm has no rate to show
+            self.bar.set_postfix_str(f"step {self.step}: {name}, {time.perf_counter() - self.step_start:.0f}s in",
+                                     refresh=True)
 
     def show_figures(self, row: dict) -> None:
-        self.figures = bar_figures(row, self.roles)
-        self._show()
-
-    def _show(self) -> None:
-        if self.bar is not None:
-            self.bar.set_postfix_str(" | ".join(text for text in (self.figures, self.phase) if text), refresh=True)
+        if self.status is not None:
+            self.status.set_description_str(f"  last step ({row.get('step')}): {bar_figures(row, self.roles)}",
+                                            refresh=True)
 
     def update(self, n: int) -> None:
+        self.step += n
+        self.step_start = time.perf_counter()
         if self.bar is not None:
             self.bar.update(n)
 
     def __exit__(self, *exc):
-        if self.bar is not None:
-            self.bar.close()
-            self.bar = None  # the phases after the steps (export) show on no bar
+        for bar in (self.status, self.bar):
+            if bar is not None:
+                bar.close()
+        self.bar = self.status = None  # the phases after the steps (export) show on no bar
 
 
 def bar_figures(row: dict, roles: tuple[str, ...]) -> str:

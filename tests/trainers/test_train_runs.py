@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -190,9 +191,12 @@ def test_a_cached_hub_name_trains_without_the_hub_and_the_bar_shows_reward_and_l
     policy = json.loads((tmp_path / "run" / "environment.json").read_text())["policies"]["code"]
     assert policy["model"] == HUB_NAME and policy["loaded_from"].endswith(f"snapshots/{'0' * 40}")
     row = rows(tmp_path / "run")[-1]
-    bars = [line for line in done.stderr.replace("\r", "\n").splitlines() if line.startswith("train:")]
-    figures = f"reward_code {row['reward_code']:.3g}, code_loss {row['code_loss']:.3g}"
-    assert any(f"{figures} | " in line for line in bars), bars[-3:]
+    shown = [re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", line) for line in done.stderr.replace("\r", "\n").splitlines()]
+    figures = f"  last step (1): reward_code {row['reward_code']:.3g}, code_loss {row['code_loss']:.3g}"
+    assert figures in shown, shown[-6:]
+    bars = [line for line in shown if line.startswith("train:")]
+    assert any(re.search(r"step 1: checkpoint, \d+s in\]$", line) for line in bars), bars[-3:]
+    assert max(len(line) for line in bars + [figures]) <= 80  # an 80-column terminal: no line wraps
     assert not [line for line in done.stderr.replace("\r", "\n").splitlines() if "Loading weights" in line]
 
 
