@@ -290,6 +290,35 @@ def build() -> tuple[tuple, frozenset]:
 
 
 
+class Guarded(tuple):
+    """An attribute of unittest's that an observed test class holds as the ground has it (see
+    observers._observe_unittest): (value, how), ``how`` 0 a method (bound to the case), 1 a
+    mapping given as its items (a fresh dict on each read: what a test or the program writes
+    into it is lost), 2 a value as it is.
+    A data descriptor, so an instance's dict cannot shadow it, and a tuple, so its value
+    cannot be swapped; ``audit`` refuses moving an instance of a class that holds some to
+    another class (``__class__``, which is audited; a class's own attributes are not)."""
+
+    __slots__ = ()
+
+    def __get__(self, instance, owner=None, _item=tuple.__getitem__, _bind=types.MethodType, _dict=dict):
+        value = _item(self, 0)
+        if instance is None:
+            return value
+        how = _item(self, 1)
+        return _bind(value, instance) if how == 0 else _dict(value) if how == 1 else value
+
+    def __set__(self, instance, value, _item=tuple.__getitem__):
+        if _item(self, 1) == 0:  # unittest's own __init__ sets the mapping: that is let be (and lost)
+            raise AttributeError("refused in the sandbox: a test case's unittest assertions are the ground's")
+
+    def __delete__(self, instance):
+        raise AttributeError("refused in the sandbox: a test case's unittest assertions are the ground's")
+
+
+GUARD_MARK = "__codea1_guarded__"  # set (a Guarded) on every class whose attributes are guarded
+
+
 def audit(event, args, _watched=frozenset(("object.__setattr__", "object.__delattr__", "sys.addaudithook",
                                             "sys.settrace", "sys.setprofile", "sys._settraceallthreads",
                                             "sys._setprofileallthreads", "sys.monitoring.register_callback",
@@ -297,7 +326,8 @@ def audit(event, args, _watched=frozenset(("object.__setattr__", "object.__delat
                                             "sys._current_frames")),
            _attributes=frozenset(("__code__", "__defaults__", "__kwdefaults__")), _codes=frozenset(),
            _arming=ARMING, _scripts=SCRIPTS, _repr=repr, _type=type, _function=types.FunctionType,
-           _error=RuntimeError, _caller=sys._getframe, _thread_counters=frozenset()):
+           _error=RuntimeError, _caller=sys._getframe, _guarded=Guarded, _mark=GUARD_MARK,
+           _class_dict=type.__dict__["__dict__"].__get__, _thread_counters=frozenset()):
     """The audit hook ``prepare`` installs (see above). Installed for good, its state in
     counters that only go up: what it refuses, the program cannot make it allow; the harness
     never does it in a child."""
@@ -305,11 +335,17 @@ def audit(event, args, _watched=frozenset(("object.__setattr__", "object.__delat
         return
     if event == "object.__setattr__" or event == "object.__delattr__":
         target = args[0]
-        if _type(target) is _function and args[1] in _attributes and target.__code__ in _codes and (
-                args[1] == "__code__"
-                or (target.__defaults__ if args[1] == "__defaults__" else target.__kwdefaults__) is not None):
-            raise _error("refused in the sandbox: the harness' and the test frameworks' functions keep their "
-                         "code and defaults")
+        if _type(target) is _function:
+            if args[1] in _attributes and target.__code__ in _codes and (
+                    args[1] == "__code__"
+                    or (target.__defaults__ if args[1] == "__defaults__" else target.__kwdefaults__) is not None):
+                raise _error("refused in the sandbox: the harness' and the test frameworks' functions keep their "
+                             "code and defaults")
+            return
+        if args[1] == "__class__":
+            if _type(_class_dict(_type(target)).get(_mark)) is _guarded:
+                raise _error("refused in the sandbox: a test case keeps its class")
+            return
         return
     if event == "sys._current_frames" and _caller(1).f_code in _thread_counters:
         return  # the harness counting threads (settle): it keeps the frames to itself

@@ -30,7 +30,7 @@ import sys
 import time
 import types
 
-from codea1.harness.sandbox.ground import NOTHING_FOUND, instance_dict, tampering
+from codea1.harness.sandbox.ground import GUARD_MARK, NOTHING_FOUND, Guarded, instance_dict, tampering
 from codea1.harness.sandbox.protocol import write_all
 from codea1.harness.sandbox.timing import TestTimeout, describe, timed, timeout_message
 from codea1.harness.verdicts import script_reports, script_tests
@@ -178,7 +178,7 @@ def _ut_part(s, case, part, fn, args, kwargs) -> None:
         elif part == 3:
             fn(*args, **kwargs)
         else:
-            if part == 0:  # unittest's own assertions, in the case's dict: no class patch reaches them
+            if part == 0:  # unittest's own assertions, in the case's dict too (see _observe_unittest)
                 own = case.__dict__
                 for attribute, value, method in s[12]:
                     own[attribute] = s[13](value, case) if method else value
@@ -202,21 +202,33 @@ def _class_attribute(cls: type, name: str):
     return None
 
 
+# What TestCase.__init__ registers (unittest's own table): read afresh on each access.
+_TYPE_EQUALITY = ((dict, "assertDictEqual"), (list, "assertListEqual"), (tuple, "assertTupleEqual"),
+                  (set, "assertSetEqual"), (frozenset, "assertSetEqual"), (str, "assertMultiLineEqual"))
 _ASSERTION_HELPERS = frozenset(("_formatMessage", "_getAssertEqualityFunc", "_baseAssertEqual", "_truncateMessage",
                                 "failureException", "longMessage", "maxDiff"))
 
 
 def _observe_unittest(cases: type, base: type, names: tuple, events: tuple = ()) -> tuple:
-    """Puts the observer's part runners on the script's class (see _ut_part). Each test case
-    also gets unittest's assertions (with the helpers and settings they look up on ``self``)
-    in its own dict, as the ground has them, where the script's classes do not define their
-    own: a test that calls the program and then ``self.assertEqual`` uses these, whatever the
-    program did to ``TestCase`` in between (even undoing it before anyone could look)."""
+    """Puts the observer's part runners on the script's class (see _ut_part), and unittest's
+    assertions (with the helpers and settings they look up on ``self``, and the table of type
+    equality functions), as the ground has them, where the script's classes do not define
+    their own, twice: on the class as ``ground.Guarded`` data descriptors, which a write to
+    the case's own dict does not shadow (``self.fail`` rebound from inside the call passed
+    before), and in each case's own dict, which a class attribute put over a descriptor does
+    not shadow (``TestCases.fail = ...``; a class's attributes are not audited, so that cannot
+    be refused). A program has to do both, or put a data descriptor of its own on the class.
+    Settings (``maxDiff``, ``longMessage``) stay the case's to set."""
     own = tuple((attribute, value, isinstance(value, types.FunctionType))
                 for attribute, value in base.__dict__.items()
                 if (attribute.startswith(("assert", "fail")) or attribute in _ASSERTION_HELPERS)
                 and not isinstance(value, (staticmethod, classmethod))
                 and _class_attribute(cases, attribute) is getattr(value, "__func__", value))
+    for attribute, value, method in own:
+        if method:
+            type.__setattr__(cases, attribute, Guarded((value, 0)))
+    type.__setattr__(cases, "_type_equality_funcs", Guarded((_TYPE_EQUALITY, 1)))
+    type.__setattr__(cases, GUARD_MARK, Guarded((True, 2)))
     state = (_ut_part, names, tuple(_class_attribute(cases, n) for n in names),
              tuple(itertools.count() for _ in names), tuple(itertools.count() for _ in names), {},
              (base._callSetUp, None, base._callTearDown), BaseException, next, getattr, describe, AssertionError,

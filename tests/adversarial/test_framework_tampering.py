@@ -681,3 +681,54 @@ def test_what_a_program_does_to_the_results_channel_forges_no_pass(adv_executor)
     assert "did not seal" in messages["bcb-hand-forged-pass"], messages
     assert "did not seal" in messages["kod-hand-forged-pass"], messages
     assert "ended during this test" in messages["bcb-hand-dropped-events"], messages
+
+
+# From inside the call: the test case found a frame up, and its assertion ``fail`` made to
+# do nothing, one way each (the test methods that follow then pass what they should fail).
+REBIND_FAIL = r'''
+import sys as _sys
+
+def _noop(*args, **kwargs):
+    return None
+
+def _arm():
+    frame = _sys._getframe(1)
+    while frame is not None:
+        case = frame.f_locals.get("self")
+        if case is not None and hasattr(case, "_testMethodName"):
+            try:
+                {how}
+            except Exception:
+                pass
+            return
+        frame = frame.f_back
+'''
+REBIND_WAYS = {"own-dict": 'case.__dict__["fail"] = _noop',
+               "attribute": "case.fail = _noop",
+               "class-attribute": "type.__setattr__(type(case), 'fail', _noop)",
+               "moved-class": "case.__class__ = type('Moved', (type(case),), {'fail': _noop})",
+               "equality-table": "case._type_equality_funcs[list] = _noop"}
+
+
+def test_a_test_cases_assertions_rebound_from_the_call_do_not_pass(adv_executor):
+    """unittest's assertions are on the test class as data descriptors (a write to the case's
+    own dict does not shadow them) and in each case's own dict (a class attribute put over a
+    descriptor does not shadow that); moving the case to another class is refused; the table
+    of type equality functions is read afresh. Before, the first way passed two of three
+    tests. (Both ways at once still work: a class's attributes are not audited, which is why
+    these verdicts stay marked in-process.)"""
+    problems = {"bcb-inprocess": bcb_inprocess_problem()}
+    cases = [ProgramCase(f"bcb-hand-{way}", "3", "bcb-inprocess",
+                         armed_each_call(BCB_PARTLY, "task_func", REBIND_FAIL.replace("{how}", how)))
+             for way, how in REBIND_WAYS.items()]
+    cases.append(ProgramCase("bcb-reference-own-dict", "-", "bcb-inprocess",
+                             armed_each_call(BCB_REFERENCE, "task_func",
+                                             REBIND_FAIL.replace("{how}", REBIND_WAYS["own-dict"])),
+                             ("pass",), control=True))
+    rows = run_program_cases(adv_executor, cases, problems)
+    for row in rows:
+        if not row["control"]:
+            row["ok"] = not row["outcome"].startswith(("pass", "sandbox_error"))
+    broken = report("framework-tampering/rebound-assertions", adv_executor.name, rows)
+    assert not broken, f"{len(broken)} of {len(rows)} cases broke their promise:\n" + "\n".join(broken)
+    assert all("test_2_big" in row["message"] for row in rows if not row["control"]), rows
