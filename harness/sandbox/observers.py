@@ -218,7 +218,8 @@ def _observe_unittest(cases: type, base: type, names: tuple, events: tuple = ())
     before), and in each case's own dict, which a class attribute put over a descriptor does
     not shadow (``TestCases.fail = ...``; a class's attributes are not audited, so that cannot
     be refused). A program has to do both, or put a data descriptor of its own on the class.
-    Settings (``maxDiff``, ``longMessage``) stay the case's to set."""
+    Settings (``maxDiff``, ``longMessage``) stay the case's to set; ``addTypeEqualityFunc``
+    has no effect in-process (the table is unittest's own; no BigCodeBench test calls it)."""
     own = tuple((attribute, value, isinstance(value, types.FunctionType))
                 for attribute, value in base.__dict__.items()
                 if (attribute.startswith(("assert", "fail")) or attribute in _ASSERTION_HELPERS)
