@@ -186,8 +186,10 @@ def test_evalplus_habits_are_met_or_answered_in_one_line(tmp_path, samples):
         "codea1: error: --out is required when --samples is not given: the samples are the benchmark's own, "
         "with no folder of yours to put the run beside"]
 
-    # No network: a proxy that refuses every connection, and an empty evalplus cache.
-    env = {**os.environ, "HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9",
+    # No network: a proxy that refuses every connection, an empty evalplus cache, and no data
+    # path left in the environment by a run in this process (evalplus reads it from there).
+    env = {**{k: v for k, v in os.environ.items() if not k.endswith("_OVERRIDE_PATH")},
+           "HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9",
            "XDG_CACHE_HOME": str(tmp_path / "cache"), "HOME": str(tmp_path / "home")}
     offline = subprocess.run([*codea1_command(), "evaluate", "--dataset", "humaneval", "--samples", str(samples),
                               "--tasks", TASK,
