@@ -245,16 +245,22 @@ for _name in _os.listdir("/proc/self/fd"):
             _forge(_fd, len(_job_from_gc()["tests"]))
 '''
 
-FORGE_FSTAT = FORGE + r'''
+# The results pipe found by scanning descriptors: the first write-only FIFO above stderr.
+RESULTS_FD = r'''
 import stat as _stat, fcntl as _fcntl
-for _fd in range(3, 256):
-    try:
-        _mode = _os.fstat(_fd).st_mode
-    except OSError:
-        continue
-    if _stat.S_ISFIFO(_mode) and _fcntl.fcntl(_fd, _fcntl.F_GETFL) & _os.O_ACCMODE == _os.O_WRONLY:
-        _forge(_fd, len(_job_from_gc()["tests"]))
+
+def _results_fd():
+    for fd in range(3, 256):
+        try:
+            mode = _os.fstat(fd).st_mode
+        except OSError:
+            continue
+        if _stat.S_ISFIFO(mode) and _fcntl.fcntl(fd, _fcntl.F_GETFL) & _os.O_ACCMODE == _os.O_WRONLY:
+            return fd
+    return None
 '''
+
+FORGE_FSTAT = FORGE + RESULTS_FD + "_forge(_results_fd(), len(_job_from_gc()['tests']))\n"
 
 # From inside the function under test: up the frames to the child's runner, then its channel.
 FRAME_CHANNEL = r'''

@@ -19,7 +19,7 @@ import dataclasses
 import textwrap
 
 import pytest
-from adversarial.hostile import GRAY_WRONG, PROBLEMS, ProgramCase, report, run_program_cases
+from adversarial.hostile import FORGE, GRAY_WRONG, PROBLEMS, RESULTS_FD, ProgramCase, report, run_program_cases
 
 from codea1.benchmarks.kodcode import golden_tests
 from codea1.harness.records import Problem, TestCase
@@ -451,6 +451,26 @@ def hostile_cases(family: str) -> list[ProgramCase]:
     return cases
 
 
+def expect_no_forged_pass(executor, family: str, cases: list[ProgramCase], problems: dict) -> dict[str, str]:
+    """Runs the cases: every case but the controls keeps its promise when it does not pass (nor
+    end as a sandbox error). Returns each case's message."""
+    rows = run_program_cases(executor, cases, problems)
+    for row in rows:
+        if not row["control"]:
+            row["ok"] = not row["outcome"].startswith(("pass", "sandbox_error"))
+    broken = report(family, executor.name, rows)
+    assert not broken, f"{len(broken)} of {len(rows)} cases broke their promise:\n" + "\n".join(broken)
+    return {row["case"]: row["message"] for row in rows}
+
+
+def reference_controls(name: str, unittest_attack: str, pytest_attack: str) -> list[ProgramCase]:
+    """The attack on the right programs of the hand problems: it changes nothing, they pass."""
+    return [ProgramCase(f"bcb-reference-{name}", "-", "bcb-inprocess",
+                        armed_each_call(BCB_REFERENCE, "task_func", unittest_attack), ("pass",), control=True),
+            ProgramCase(f"kod-reference-{name}", "-", "kod-inprocess",
+                        armed_each_call(KOD_REFERENCE, "scale", pytest_attack), ("pass",), control=True)]
+
+
 FAMILY_PROBLEMS = {"bigcodebench": {"bcb-inprocess": bcb_inprocess_problem, "bigcodebench": PROBLEMS["bigcodebench"]},
                    "kodcode": {"kod-inprocess": kod_inprocess_problem, "kodcode": PROBLEMS["kodcode"]}}
 
@@ -460,12 +480,7 @@ def test_no_program_steers_an_in_process_runner(adv_executor, family):
     """Strict: a pass judged in-process counts as a pass here (the controls excepted)."""
     problems = {key: make() for key, make in FAMILY_PROBLEMS[family].items()}
     cases = hostile_cases(family)
-    rows = run_program_cases(adv_executor, cases, problems)
-    for row in rows:
-        if not row["control"]:
-            row["ok"] = not row["outcome"].startswith(("pass", "sandbox_error"))
-    broken = report(f"framework-tampering/{family}", adv_executor.name, rows)
-    assert not broken, f"{len(broken)} of {len(rows)} cases broke their promise:\n" + "\n".join(broken)
+    expect_no_forged_pass(adv_executor, f"framework-tampering/{family}", cases, problems)
 
 
 def test_the_hand_problems_stay_in_process_and_judge_honestly(executor):
@@ -580,18 +595,8 @@ def test_a_finalizer_rolling_back_the_observer_through_raw_memory_does_not_pass(
                                                                                   PYTEST_ROLLBACK)),
              ProgramCase("kod-gray-rollback", "3", "kodcode", armed_each_call(GRAY_WRONG, "generate_gray_code",
                                                                             PYTEST_ROLLBACK)),
-             # the attack on a right program changes nothing: it still passes
-             ProgramCase("bcb-reference-rollback", "-", "bcb-inprocess",
-                         armed_each_call(BCB_REFERENCE, "task_func", UNITTEST_ROLLBACK), ("pass",), control=True),
-             ProgramCase("kod-reference-rollback", "-", "kod-inprocess",
-                         armed_each_call(KOD_REFERENCE, "scale", PYTEST_ROLLBACK), ("pass",), control=True)]
-    rows = run_program_cases(adv_executor, cases, problems)
-    for row in rows:
-        if not row["control"]:
-            row["ok"] = not row["outcome"].startswith(("pass", "sandbox_error"))
-    broken = report("framework-tampering/rollback", adv_executor.name, rows)
-    assert not broken, f"{len(broken)} of {len(rows)} cases broke their promise:\n" + "\n".join(broken)
-    messages = {row["case"]: row["message"] for row in rows}
+             *reference_controls("rollback", UNITTEST_ROLLBACK, PYTEST_ROLLBACK)]
+    messages = expect_no_forged_pass(adv_executor, "framework-tampering/rollback", cases, problems)
     assert "failed as it ran" in messages["bcb-hand-rollback"], messages
     assert "failed as it ran" in messages["kod-hand-rollback"], messages
 
@@ -600,19 +605,7 @@ def test_a_finalizer_rolling_back_the_observer_through_raw_memory_does_not_pass(
 
 # From inside the call: the write end of the results pipe found by scanning descriptors, then
 # the record of a pass for the test now running, and the end of the job.
-FORGED_PASS = r'''
-import fcntl as _fcntl, os as _os, stat as _stat
-
-def _arm():
-    for fd in range(3, 256):
-        try:
-            mode = _os.fstat(fd).st_mode
-        except OSError:
-            continue
-        if _stat.S_ISFIFO(mode) and _fcntl.fcntl(fd, _fcntl.F_GETFL) & _os.O_ACCMODE == _os.O_WRONLY:
-            _os.write(fd, b'{"i":0,"s":"passed","e":"","t":0.0}\n{"done":true}\n')
-            _os._exit(0)
-'''
+FORGED_PASS = FORGE + RESULTS_FD + "\ndef _arm():\n    _forge(_results_fd(), 1, load=False)\n"
 
 # Every name of every frame up the stack (and one level into tuples, lists and dicts) searched
 # for what could seal a pass: a partial, or a function called seal; each is tried on test 0.
@@ -666,18 +659,8 @@ def test_what_a_program_does_to_the_results_channel_forges_no_pass(adv_executor)
              ProgramCase("kod-hand-seal-hunt", "3", "kod-inprocess", armed_each_call(KOD_PARTLY, "scale", SEAL_HUNT)),
              ProgramCase("bcb-hand-dropped-events", "3", "bcb-inprocess",
                          armed_each_call(BCB_PARTLY, "task_func", DROPPED_EVENTS)),
-             # the same on a right program changes nothing that matters: it still passes
-             ProgramCase("bcb-reference-seal-hunt", "-", "bcb-inprocess",
-                         armed_each_call(BCB_REFERENCE, "task_func", SEAL_HUNT), ("pass",), control=True),
-             ProgramCase("kod-reference-seal-hunt", "-", "kod-inprocess",
-                         armed_each_call(KOD_REFERENCE, "scale", SEAL_HUNT), ("pass",), control=True)]
-    rows = run_program_cases(adv_executor, cases, problems)
-    for row in rows:
-        if not row["control"]:
-            row["ok"] = not row["outcome"].startswith(("pass", "sandbox_error"))
-    broken = report("framework-tampering/results-channel", adv_executor.name, rows)
-    assert not broken, f"{len(broken)} of {len(rows)} cases broke their promise:\n" + "\n".join(broken)
-    messages = {row["case"]: row["message"] for row in rows}
+             *reference_controls("seal-hunt", SEAL_HUNT, SEAL_HUNT)]
+    messages = expect_no_forged_pass(adv_executor, "framework-tampering/results-channel", cases, problems)
     assert "did not seal" in messages["bcb-hand-forged-pass"], messages
     assert "did not seal" in messages["kod-hand-forged-pass"], messages
     assert "ended during this test" in messages["bcb-hand-dropped-events"], messages
@@ -725,10 +708,5 @@ def test_a_test_cases_assertions_rebound_from_the_call_do_not_pass(adv_executor)
                              armed_each_call(BCB_REFERENCE, "task_func",
                                              REBIND_FAIL.replace("{how}", REBIND_WAYS["own-dict"])),
                              ("pass",), control=True))
-    rows = run_program_cases(adv_executor, cases, problems)
-    for row in rows:
-        if not row["control"]:
-            row["ok"] = not row["outcome"].startswith(("pass", "sandbox_error"))
-    broken = report("framework-tampering/rebound-assertions", adv_executor.name, rows)
-    assert not broken, f"{len(broken)} of {len(rows)} cases broke their promise:\n" + "\n".join(broken)
-    assert all("test_2_big" in row["message"] for row in rows if not row["control"]), rows
+    messages = expect_no_forged_pass(adv_executor, "framework-tampering/rebound-assertions", cases, problems)
+    assert all("test_2_big" in messages[case.name] for case in cases if not case.control), messages
