@@ -17,6 +17,7 @@ from typing import Any
 from codea1.harness.errors import Codea1Error
 from codea1.harness.jsonl import appended_rows
 from codea1.harness.records import RECORD_VERSION, Verdict
+from codea1.harness.sandbox.protocol import write_all
 
 PACKAGES = ("codea1", "pluggy", "evalplus", "bigcodebench", "numpy", "pandas", "tqdm", "torch", "transformers",
             "vllm", "ray", "openrlhf", "cosmic-ray", "coverage", "sandbox-fusion")
@@ -93,13 +94,17 @@ def write_error(path, exc: OSError, flag: str = "") -> RunStoreError:
                          f"fix the permissions, then rerun the same command to resume, or use another --out)")
 
 
+def check_not_a_file(path: Path, flag: str = "--out") -> None:
+    if path.exists() and not path.is_dir():
+        raise RunStoreError(f"{flag} {path}: a file is there; the run directory must be a directory "
+                            f"(or not exist yet)")
+
+
 def check_writable(path: Path, flag: str = "--out") -> None:
     """The run directory ``path`` (or the nearest folder above it that exists, where it will
     be made) can be written, without writing anything (``--dry-run``): ``os.access`` says no
     for a read-only mount even to root."""
-    if path.exists() and not path.is_dir():
-        raise RunStoreError(f"{flag} {path}: a file is there; the run directory must be a directory "
-                            f"(or not exist yet)")
+    check_not_a_file(path, flag)
     here = path
     while not here.exists():
         here = here.parent
@@ -140,13 +145,10 @@ class RunStore:
     def __init__(self, out_dir: str, config: dict[str, Any], identity: tuple[str, ...], overwrite: bool = False,
                  rows_name: str = "verdicts.jsonl"):
         self.dir = Path(out_dir)
-        if self.dir.exists() and not self.dir.is_dir():
-            raise RunStoreError(f"--out {out_dir}: a file is there; the run directory must be a directory "
-                                f"(or not exist yet)")
+        check_not_a_file(self.dir)
         make_directory(self.dir, "--out", "the run directory")
         self.rows_path = self.dir / rows_name  # one JSON row per finished unit, appended
         self._rows: int | None = None  # the rows file's descriptor, open for appending once the first row comes
-        self._refused: OSError | None = None  # the last write the directory refused
         self.config_path = self.dir / "config.json"
         if overwrite:
             for name in (rows_name, "results.json", "config.json", "environment.json", RUNNING):
@@ -154,12 +156,11 @@ class RunStore:
         else:
             check_same_run(self.config_path, config, identity)
         self.config = {**config, "record_version": RECORD_VERSION}
-        try:
-            self._write_json(self.config_path, self.config)
-        except RunStoreError:
-            raise write_error(out_dir, self._refused, "--out") from None
+        self._write_json(self.config_path, self.config, named=(out_dir, "--out"))
 
-    def _write_json(self, path: Path, data: Any) -> None:
+    def _write_json(self, path: Path, data: Any, named: tuple = ()) -> None:
+        """``data`` as JSON at ``path``, through a file beside it; a write the directory
+        refuses is one line naming ``path``, or ``named`` (a path and its flag)."""
         tmp = path.with_suffix(path.suffix + ".tmp")
         try:
             tmp.write_text(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
@@ -171,8 +172,8 @@ class RunStore:
                 tmp.unlink(missing_ok=True)
             except OSError:
                 pass  # a read-only place holds no half-written file
-            self._refused = exc
-            raise write_error(path, exc) from None
+            where, flag = named or (path, "")
+            raise write_error(where, exc, flag) from None
 
     def mark_running(self) -> None:
         """running.json: this process works on the run (removed by ``mark_finished``; left
@@ -212,9 +213,7 @@ class RunStore:
         try:
             if self._rows is None:
                 self._rows = os.open(self.rows_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(self._rows, view):]
+            write_all(self._rows, data)
         except OSError as exc:
             if exc.errno not in WRITE_ERRNOS:
                 raise

@@ -27,7 +27,7 @@ def default_out(samples: str | None) -> str:
                           "with no folder of yours to put the run beside")
     path = Path(samples)
     stem = path.name[:-len(".jsonl")] if path.name.endswith(".jsonl") else path.name
-    return str(path.with_name(stem.rstrip("/") + "_eval"))
+    return str(path.with_name(stem + "_eval"))
 
 
 class EvaluateCommand(Command):

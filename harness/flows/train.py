@@ -649,13 +649,12 @@ def resume(run: Run, trainer, context: TrainContext, out: Path) -> int:
 
 class step_bar:
     """The steps on two lines that each fit the terminal, 80 columns at most: the bar, with
-    the step now running, its phase and its seconds so far; under it, the last step's rewards and each policy's
-    loss (is the run learning?)."""
+    the step now running, its phase and its seconds so far; under it, the last step's rewards
+    and each policy's loss (is the run learning?)."""
 
     def __init__(self, total: int, first: int, enabled: bool, roles: tuple[str, ...] = ()):
         self.total, self.first, self.enabled, self.roles = total, first, enabled, roles
         self.bar = self.status = None
-        self.phase = ""
         self.step = first + 1
         self.step_start = time.perf_counter()
 
@@ -674,7 +673,6 @@ class step_bar:
         return self
 
     def show_phase(self, name: str) -> None:
-        self.phase = name
         if self.bar is not None:
             # the step's own clock: before the first step ends, tqdm has no rate to show
             self.bar.set_postfix_str(f"step {self.step}: {name}, {time.perf_counter() - self.step_start:.0f}s in",

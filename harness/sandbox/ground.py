@@ -294,7 +294,7 @@ class Guarded(tuple):
     """An attribute of unittest's that an observed test class holds as the ground has it (see
     observers._observe_unittest): (value, how), ``how`` 0 a method (bound to the case), 1 a
     mapping given as its items (a fresh dict on each read: what a test or the program writes
-    into it is lost), 2 a value as it is.
+    into it is lost; every observed class holds unittest's ``_type_equality_funcs`` so).
     A data descriptor, so an instance's dict cannot shadow it, and a tuple, so its value
     cannot be swapped; ``audit`` refuses moving an instance of a class that holds some to
     another class (``__class__``, which is audited; a class's own attributes are not)."""
@@ -305,8 +305,7 @@ class Guarded(tuple):
         value = _item(self, 0)
         if instance is None:
             return value
-        how = _item(self, 1)
-        return _bind(value, instance) if how == 0 else _dict(value) if how == 1 else value
+        return _bind(value, instance) if _item(self, 1) == 0 else _dict(value)
 
     def __set__(self, instance, value, _item=tuple.__getitem__):
         if _item(self, 1) == 0:  # unittest's own __init__ sets the mapping: that is let be (and lost)
@@ -316,9 +315,6 @@ class Guarded(tuple):
         raise AttributeError("refused in the sandbox: a test case's unittest assertions are the ground's")
 
 
-GUARD_MARK = "__codea1_guarded__"  # set (a Guarded) on every class whose attributes are guarded
-
-
 def audit(event, args, _watched=frozenset(("object.__setattr__", "object.__delattr__", "sys.addaudithook",
                                             "sys.settrace", "sys.setprofile", "sys._settraceallthreads",
                                             "sys._setprofileallthreads", "sys.monitoring.register_callback",
@@ -326,7 +322,7 @@ def audit(event, args, _watched=frozenset(("object.__setattr__", "object.__delat
                                             "sys._current_frames")),
            _attributes=frozenset(("__code__", "__defaults__", "__kwdefaults__")), _codes=frozenset(),
            _arming=ARMING, _scripts=SCRIPTS, _repr=repr, _type=type, _function=types.FunctionType,
-           _error=RuntimeError, _caller=sys._getframe, _guarded=Guarded, _mark=GUARD_MARK,
+           _error=RuntimeError, _caller=sys._getframe, _guarded=Guarded, _marked="_type_equality_funcs",
            _class_dict=type.__dict__["__dict__"].__get__, _thread_counters=frozenset()):
     """The audit hook ``prepare`` installs (see above). Installed for good, its state in
     counters that only go up: what it refuses, the program cannot make it allow; the harness
@@ -342,10 +338,8 @@ def audit(event, args, _watched=frozenset(("object.__setattr__", "object.__delat
                 raise _error("refused in the sandbox: the harness' and the test frameworks' functions keep their "
                              "code and defaults")
             return
-        if args[1] == "__class__":
-            if _type(_class_dict(_type(target)).get(_mark)) is _guarded:
-                raise _error("refused in the sandbox: a test case keeps its class")
-            return
+        if args[1] == "__class__" and _type(_class_dict(_type(target)).get(_marked)) is _guarded:
+            raise _error("refused in the sandbox: a test case keeps its class")
         return
     if event == "sys._current_frames" and _caller(1).f_code in _thread_counters:
         return  # the harness counting threads (settle): it keeps the frames to itself

@@ -30,7 +30,7 @@ import sys
 import time
 import types
 
-from codea1.harness.sandbox.ground import GUARD_MARK, NOTHING_FOUND, Guarded, instance_dict, tampering
+from codea1.harness.sandbox.ground import NOTHING_FOUND, Guarded, instance_dict, tampering
 from codea1.harness.sandbox.protocol import write_all
 from codea1.harness.sandbox.timing import TestTimeout, describe, timed, timeout_message
 from codea1.harness.verdicts import script_reports, script_tests
@@ -229,7 +229,6 @@ def _observe_unittest(cases: type, base: type, names: tuple, events: tuple = ())
         if method:
             type.__setattr__(cases, attribute, Guarded((value, 0)))
     type.__setattr__(cases, "_type_equality_funcs", Guarded((_TYPE_EQUALITY, 1)))
-    type.__setattr__(cases, GUARD_MARK, Guarded((True, 2)))
     state = (_ut_part, names, tuple(_class_attribute(cases, n) for n in names),
              tuple(itertools.count() for _ in names), tuple(itertools.count() for _ in names), {},
              (base._callSetUp, None, base._callTearDown), BaseException, next, getattr, describe, AssertionError,
