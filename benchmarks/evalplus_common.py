@@ -221,6 +221,7 @@ class EvalplusBenchmark(Benchmark):
     dataset = ""
     Options = EvalplusOptions
     reference_failure_policy = "drop_test"  # an input the reference cannot handle has no expected output
+    frameworks = ()  # call tests only
 
     def load(self) -> list[Problem]:
         data, mini = self.options.data, self.options.mini

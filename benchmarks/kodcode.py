@@ -34,6 +34,7 @@ class KodCode(Benchmark):
     description = "KodCode questions with reference solutions and pytest golden tests"
     min_time_limit = 1.0
     reference_failure_policy = "skip_task"
+    frameworks = ("pytest",)  # its test modules; those the parent judges run as calls
 
     def min_time_limit_for(self, test: TestCase) -> float:
         # a pytest module needs 10 s at least: collection, imports

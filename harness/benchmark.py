@@ -36,6 +36,12 @@ class Benchmark:
     # Printed beside `evaluate-tests --tests golden` figures when the golden tests are not a
     # trustworthy ceiling (ULT's are mostly wrong).
     golden_tests_note = ""
+    # What the executor's warm workers prepare once for this benchmark's jobs (a hint:
+    # Executor.warm_for): the test frameworks its script tests use (None: any of them;
+    # () for call tests only), and the libraries its programs import, imported once per
+    # worker instead of in every program's process (a verdict does not change with them).
+    frameworks: tuple[str, ...] | None = None
+    imports: tuple[str, ...] = ()
 
     def __init__(self, options: Any = None):
         self.options = options or self.Options()

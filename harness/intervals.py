@@ -22,6 +22,7 @@ written beside them in results.json).
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 from typing import Any, Callable, Mapping, Sequence
@@ -62,10 +63,9 @@ def bootstrap(compute: Callable[[dict[str, Any]], float | None], units: Mapping[
     keys = sorted(units)
     if len(keys) < 2:
         return None
-    rng = random.Random(seed)
     draws = []
-    for _ in range(resamples):
-        drawn = rng.choices(keys, k=len(keys))
+    for positions in _positions(len(keys), resamples, seed):
+        drawn = map(keys.__getitem__, positions)
         value = compute({f"{i}\0{key}": units[key] for i, key in enumerate(drawn)})
         if value is not None:
             draws.append(value)
@@ -80,9 +80,29 @@ def mean_interval(figures: Mapping[str, float], resamples: int = RESAMPLES, seed
     if len(keys) < 2:
         return None
     values = [figures[k] for k in keys]
-    rng = random.Random(seed)
     n = len(values)
-    return _bounds([math.fsum(rng.choices(values, k=n)) / n for _ in range(resamples)])
+    return _bounds([math.fsum(map(values.__getitem__, positions)) / n
+                    for positions in _positions(n, resamples, seed)])
+
+
+def _positions(n: int, resamples: int, seed: int):
+    """The positions (0..n-1) each draw takes: ``rng.choices(items, k=n)`` of a fresh
+    ``random.Random(seed)``, position for position (the same random numbers), so the
+    intervals are those of drawing the items themselves. The same for every figure over n
+    tasks: a run's figures (pass@1 of base and plus, avg@k, ...) share one set of draws."""
+    if n > _SHARED_UP_TO:
+        rng = random.Random(seed)
+        return (rng.choices(range(n), k=n) for _ in range(resamples))
+    return _shared_positions(n, resamples, seed)
+
+
+_SHARED_UP_TO = 4096  # tasks; larger sets draw afresh for each figure (n x resamples positions held)
+
+
+@functools.lru_cache(maxsize=4)
+def _shared_positions(n: int, resamples: int, seed: int) -> tuple[tuple[int, ...], ...]:
+    rng = random.Random(seed)
+    return tuple(tuple(rng.choices(range(n), k=n)) for _ in range(resamples))
 
 
 def metric_interval(compute: Callable[[dict[str, Any]], Any], units: Mapping[str, Any], whole: Any = None

@@ -186,6 +186,7 @@ class Run:
         self._owns_executor = executor is None and isinstance(cfg, ExecutingRunConfig)
         if self._owns_executor:
             executor = plugins.executors.create(cfg.executor, cfg.executor_options, workers=cfg.workers)
+            executor.warm_for(self.bench.frameworks, self.bench.imports)
             executor.start_in_background()  # its workers start while the problems load
         self.executor = executor
         self.store: RunStore | None = None

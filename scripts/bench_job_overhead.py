@@ -1,13 +1,18 @@
 """Benchmark: what one sandboxed job costs beyond the program's own work.
 
 Runs N one-test jobs of a trivial program on one zygote (the subprocess executor's sandbox:
-fork, confinement, the child's harness, supervision, the result) and reads, from
-/proc/<zygote>/stat before and after, the zygote's own CPU and page faults and those of its
-children. The anchor, measured in the same run: a bare fork of this process, the child
-exiting at once, reaped by waitpid. The ratio says how far a sandboxed job is from the cost
-of the fork that isolates it.
+fork, confinement, the child's harness, supervision, the result) and reads, from /proc/PID/stat
+before and after, the CPU and page faults of the zygote, of its forker (which forks each
+child) and of the children (the forker reaps them, so they count in its children's fields),
+and this process's own (the executor and the verdicts). The anchor, measured in the same run:
+a bare fork of this process, the child exiting at once, reaped by waitpid. The ratio says how
+far a sandboxed job is from the cost of the fork that isolates it.
 
-    python scripts/bench_job_overhead.py [--jobs 300] [--tests 1]
+    python scripts/bench_job_overhead.py [--jobs 300] [--tests 1] [--frameworks ...] [--imports ...]
+
+``--frameworks`` and ``--imports`` make the zygote as a benchmark's run would
+(``Executor.warm_for``): ``--frameworks ''`` as for HumanEval+ (call tests only),
+``--imports numpy,pandas`` a zygote that imported BigCodeBench's libraries.
 
 Page faults matter here: a forked child shares the zygote's pages until either writes one,
 and the kernel then copies it (a few microseconds each on a VM). The figures in the closing
@@ -53,6 +58,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--jobs", type=int, default=300)
     parser.add_argument("--tests", type=int, default=1, help="trivial tests per job")
+    parser.add_argument("--frameworks", default=None,
+                        help="comma-separated frameworks the zygote prepares (default: all; '' for none)")
+    parser.add_argument("--imports", default="", help="comma-separated libraries the zygote imports "
+                        "(a benchmark's, e.g. BigCodeBench's: pandas,matplotlib.pyplot)")
     args = parser.parse_args()
     tests = [TestCase(id=f"t{i}", args=[i, [i, i + 1]], has_expected=False) for i in range(args.tests)]
 
@@ -61,19 +70,30 @@ def main() -> int:
                         time_limits=[1.0] * len(tests), batch_timeout=60) for i in range(count)]
 
     with ZygoteExecutor(workers=1) as executor:
+        executor.warm_for(None if args.frameworks is None else [f for f in args.frameworks.split(",") if f],
+                          [m for m in args.imports.split(",") if m])
         executor.pool.start()
-        pid = executor.pool._all[0].proc.pid
+        zygote = executor.pool._all[0]
+        # The children are the forker's (the zygote's own child, alive until the end), so
+        # their CPU and faults count in the forker's children's fields, not the zygote's.
+        pids = zygote.proc.pid, zygote.info["forker_pid"]
         run_jobs(executor, jobs(20, 0))  # warm: the zygote's own code paths have run once
-        before, start = zygote_counters(pid), time.perf_counter()
+        before, parent_before = [zygote_counters(p) for p in pids], resource.getrusage(resource.RUSAGE_SELF)
+        start = time.perf_counter()
         run_jobs(executor, jobs(args.jobs, 20))
         wall = time.perf_counter() - start
-        after = zygote_counters(pid)
-    own_faults, child_faults, own_cpu, child_cpu = ((a - b) / args.jobs for a, b in zip(after, before))
+        after, parent_after = [zygote_counters(p) for p in pids], resource.getrusage(resource.RUSAGE_SELF)
+    (own_faults, _, own_cpu, _), (forker_faults, child_faults, forker_cpu, child_cpu) = (
+        [(a - b) / args.jobs for a, b in zip(x, y)] for x, y in zip(after, before))
+    parent_cpu = (parent_after.ru_utime + parent_after.ru_stime - parent_before.ru_utime - parent_before.ru_stime) / args.jobs
     fork_ms, fork_faults = bare_fork(args.jobs)
-    job_ms = (own_cpu + child_cpu) * 1e3
+    job_ms = (own_cpu + forker_cpu + child_cpu) * 1e3
     print(f"{args.jobs} jobs x {args.tests} test(s), one zygote: {wall / args.jobs * 1e3:.2f} ms wall a job")
+    print(f"  parent   {parent_cpu * 1e3:6.2f} ms CPU (this process: the executor, the verdicts)")
     print(f"  zygote   {own_cpu * 1e3:6.2f} ms CPU  {own_faults:6.0f} page faults a job")
+    print(f"  forker   {forker_cpu * 1e3:6.2f} ms CPU  {forker_faults:6.0f} page faults a job")
     print(f"  child    {child_cpu * 1e3:6.2f} ms CPU  {child_faults:6.0f} page faults a job")
+    print(f"worker time (zygote + forker + child): {job_ms:.2f} ms CPU a job")
     print(f"anchor: bare fork + exit of this process {fork_ms:.2f} ms CPU, {fork_faults:.0f} page faults")
     print(f"sandboxed job / bare fork: {job_ms / fork_ms:.1f}x CPU" if fork_ms > 0 else "bare fork: below the clock tick")
     return 0

@@ -22,6 +22,7 @@ SAMPLES_FILE = Path(__file__).with_name("samples.jsonl")
 class DemoBenchmark(Benchmark):
     name = "demo"
     description = "12 small problems shipped with codea1 (offline), golden asserts"
+    frameworks = ()  # call tests only
 
     def load(self) -> list[Problem]:
         problems = []

@@ -42,6 +42,7 @@ import builtins
 import functools
 import gc
 import hashlib
+import importlib
 import io
 import itertools
 import json
@@ -148,11 +149,11 @@ def decode_tests(tests: list) -> list:
     return tests
 
 
-FRAMEWORKS = ("unittest", "unittest.mock", "pytest")
+FRAMEWORKS = protocol.FRAMEWORKS
 _PRISTINE_BUILTINS: dict | None = None  # the builtins as no program touched them (prepare)
 
 
-def prepare(frameworks: tuple = FRAMEWORKS) -> None:
+def prepare(frameworks: tuple = FRAMEWORKS, imports=()) -> tuple[list[str], dict[str, str]]:
     """Made once in the zygote, before any child: the test frameworks, warmed up, and the
     ground they stand on (``harness.sandbox.ground``), the builtins as no program has
     touched them, the alarm handler and the audit hook (``ground.audit``). A child that made them itself
@@ -163,19 +164,38 @@ def prepare(frameworks: tuple = FRAMEWORKS) -> None:
     its fork: unittest.mock (it imports asyncio) about 0.6 ms, pytest and its first run about
     0.8 ms (measured on a 2-core VM). A zygote that runs no KodCode-style script may leave
     pytest out: a pytest script then imports it afresh in the child, after the ground was put
-    back (its own modules then are not part of the ground)."""
+    back (its own modules then are not part of the ground).
+
+    ``imports``: libraries the programs import (a benchmark's: BigCodeBench's pandas,
+    matplotlib and scikit-learn cost a child about a second of CPU each time it imported
+    them itself), imported after the ground is recorded, so that their modules are no more
+    part of it than a program's own import would make them. Returns (imported, {name: why
+    not}) for the ready report; a library that does not import here is left to the program."""
     global _PRISTINE_BUILTINS
     if _PRISTINE_BUILTINS is not None:
-        return
+        return [], {}
     warm_up(frameworks)
     _PRISTINE_BUILTINS = dict(builtins.__dict__)
     signal.signal(signal.SIGALRM, on_alarm)
     recorded, codes = ground.build()
+    imported, failed = [], {}
+    for name in imports:
+        try:
+            importlib.import_module(name)
+            imported.append(name)
+        except BaseException as exc:  # noqa: BLE001 - SystemExit too: reported, never the zygote's end
+            failed[name] = describe(exc)
+    if imported or failed:
+        # What the imports did to the ground (registries, caches, re's compiled patterns:
+        # pandas compiles hundreds) is the zygote's doing, no program's: recorded as the
+        # ground, or every script test would put it back and recompile it (0.15 s a test).
+        recorded = ground.record_again()
     stand_on(recorded)
     ground.install_audit(codes, THREAD_COUNTERS)
     # What the zygote holds now lives as long as it does: out of the gc's sight, a child's
     # collections do not walk (and so copy) the pages of the frameworks and the ground.
     gc.freeze()
+    return imported, failed
 
 
 class _Channel:
@@ -334,6 +354,12 @@ def _run(job: dict, channel: _Channel, identity: tuple):
     # Every program starts from the job's random state (0 unless validation asks for another
     # to find tests that depend on it): verdicts repeat from run to run and zygote to zygote.
     random.seed(job.get("random_seed", 0))
+    # numpy's global generator, where the zygote imported numpy (prepare's imports), holds the
+    # state it drew there, the same in every child: drawn afresh, as the program's own import
+    # of numpy would (its verdicts, flaky or not, stay as they were without the import).
+    numpy_random = sys.modules.get("numpy.random")
+    if numpy_random is not None:
+        numpy_random.seed()
     open_clock()  # own time, not wall time, for the limits (harness.sandbox.timing)
     tests = job["tests"]
     limits = job["time_limits"]

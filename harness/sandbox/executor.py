@@ -5,9 +5,12 @@ puts the zygote inside its own container or launcher subclasses ``ZygoteExecutor
 way (``codea1.api.ZygoteExecutor``).
 
 Options (``--executor-opt KEY=VALUE``): ``preload`` (comma-separated modules imported once
-per zygote), ``file_mb`` (largest file the program may write), ``network`` ("isolate" or
-"allow"), ``seccomp`` (true/false), ``landlock`` (true/false: where the kernel has Landlock,
-the child may read only the interpreter, what it can import, the data its installation keeps
+per zygote, before the ground its in-process tests stand on is recorded), ``imports``
+(comma-separated libraries imported once per zygote after it, held as a program's own import
+would hold them: added to those the run's benchmark names, ``Benchmark.imports``),
+``file_mb`` (largest file the program may write), ``network`` ("isolate" or "allow"),
+``seccomp`` (true/false), ``landlock`` (true/false: where the kernel has Landlock, the child
+may read only the interpreter, what it can import, the data its installation keeps
 under share/, the system's libraries and data (``confine.read_paths``) and its own /proc
 entries (``confine.allow_own_proc``) besides its own temporary directory, where alone it may write;
 it cannot signal or ptrace anything outside its sandbox, and, with ``network=isolate``,
@@ -39,6 +42,7 @@ from typing import Iterator, Sequence
 from codea1.harness.records import ExecJob, RawResult
 from codea1.harness.sandbox import confine, privileges
 from codea1.harness.sandbox.pool import DEFAULT_PRELOAD, ZygoteDied, ZygotePool, package_roots
+from codea1.harness.sandbox.protocol import FRAMEWORKS
 from codea1.harness.verdicts.execution import (
     Executor,
     ExecutorUnavailable,
@@ -64,6 +68,7 @@ OUT_OF_VIEW = ("benchmark_data", "run_directory", "home")
 @dataclass
 class SubprocessOptions:
     preload: str = ",".join(DEFAULT_PRELOAD)
+    imports: str = ""
     file_mb: int = 64
     network: str = "isolate"
     seccomp: bool = True
@@ -97,18 +102,47 @@ class ZygoteExecutor(Executor):
         args += [f"--forbid={p}" for p in forbidden_paths()]
         args += [f"--read={p}" for p in self.extra_reads()]
         self.wrapper = self.prefix()
-        self._pool_args = dict(prefix=self.wrapper, preload=[m for m in opts.preload.split(",") if m], zygote_args=args)
-        self.pool = ZygotePool(self.workers, **self._pool_args)
-        self._seeded_pools: dict[int, ZygotePool] = {}  # hash seed -> pool, started when a job asks for it
+        self._pool_args = dict(prefix=self.wrapper, preload=[m for m in opts.preload.split(",") if m], zygote_args=args,
+                               imports=[m for m in opts.imports.split(",") if m])
+        self.frameworks = FRAMEWORKS  # what the default pool's zygotes prepare (warm_for)
+        self.pool = ZygotePool(self.workers, frameworks=self.frameworks, **self._pool_args)
+        # (hash seed, frameworks) -> pool, started when a job asks for it and kept until close
+        self._other_pools: dict[tuple[int, tuple[str, ...]], ZygotePool] = {}
 
-    def pool_for(self, hash_seed: int) -> ZygotePool:
-        """The pool whose zygotes run with PYTHONHASHSEED ``hash_seed``: the default pool for
-        0, else one started on first use (validation's second run) and kept until close."""
-        if hash_seed == self.pool.hash_seed:
+    def warm_for(self, frameworks: Sequence[str] | None = None, imports: Sequence[str] = ()) -> None:
+        """Zygotes made for a run's jobs (the hint ``Run`` passes from its benchmark): the
+        frameworks they prepare (None: all; unittest always) and the libraries they import,
+        added to the ``imports`` option. Only before the zygotes start; a job whose scripts
+        need a framework the default zygotes lack runs on zygotes that have it (``run``)."""
+        if self.pool._started or self.pool._background is not None:
+            return
+        self.frameworks = FRAMEWORKS if frameworks is None else \
+            tuple(f for f in FRAMEWORKS if f == "unittest" or f in frameworks)
+        self._pool_args["imports"] = list(dict.fromkeys([*self._pool_args["imports"], *imports]))
+        self.pool = ZygotePool(self.workers, frameworks=self.frameworks, **self._pool_args)
+
+    def frameworks_for(self, job: ExecJob) -> tuple[str, ...]:
+        """The frameworks of the zygotes that run ``job``: the default pool's, with what its
+        scripts need besides (a unittest script: unittest.mock, which BigCodeBench's use;
+        a pytest module: pytest)."""
+        needs = {"pytest" if t.framework == "pytest" else "unittest.mock" for t in job.tests if t.kind == "script"}
+        if needs <= set(self.frameworks):
+            return self.frameworks
+        return tuple(f for f in FRAMEWORKS if f in self.frameworks or f in needs)
+
+    def pool_for(self, hash_seed: int, frameworks: tuple[str, ...] | None = None) -> ZygotePool:
+        """The pool whose zygotes run with PYTHONHASHSEED ``hash_seed`` and prepare
+        ``frameworks`` (None: the default pool's): the default pool for 0 and its frameworks,
+        else one started on first use (validation's second run, a script the default
+        zygotes have no framework for) and kept until close."""
+        frameworks = self.frameworks if frameworks is None else frameworks
+        if hash_seed == self.pool.hash_seed and frameworks == self.frameworks:
             return self.pool
-        if hash_seed not in self._seeded_pools:
-            self._seeded_pools[hash_seed] = ZygotePool(self.workers, hash_seed=hash_seed, **self._pool_args)
-        return self._seeded_pools[hash_seed]
+        key = (hash_seed, frameworks)
+        if key not in self._other_pools:
+            self._other_pools[key] = ZygotePool(self.workers, hash_seed=hash_seed, frameworks=frameworks,
+                                                **self._pool_args)
+        return self._other_pools[key]
 
     def prefix(self) -> list[str]:
         """The command that wraps each zygote (e.g. a sandbox tool); empty runs it directly."""
@@ -162,13 +196,13 @@ class ZygoteExecutor(Executor):
         self.pool.start_in_background()
 
     def run(self, jobs: Sequence[ExecJob], early_stop=None) -> Iterator[RawResult]:
-        by_seed: dict[int, list[ExecJob]] = {}
+        by_pool: dict[tuple[int, tuple[str, ...]], list[ExecJob]] = {}
         for job in jobs:
-            by_seed.setdefault(job.hash_seed, []).append(job)
-        for seed, seed_jobs in by_seed.items():  # one pool at a time: each has all the workers
-            pool = self.pool_for(seed)
+            by_pool.setdefault((job.hash_seed, self.frameworks_for(job)), []).append(job)
+        for (seed, frameworks), pool_jobs in by_pool.items():  # one pool at a time: each has all the workers
+            pool = self.pool_for(seed, frameworks)
             self.start_zygotes(pool)
-            yield from self._run_on(pool, seed_jobs, early_stop)
+            yield from self._run_on(pool, pool_jobs, early_stop)
 
     def _run_on(self, pool: ZygotePool, jobs: Sequence[ExecJob], early_stop=None) -> Iterator[RawResult]:
         encode = PayloadEncoder()
@@ -196,9 +230,9 @@ class ZygoteExecutor(Executor):
 
     def close(self) -> None:
         self.pool.close()
-        for pool in self._seeded_pools.values():
+        for pool in self._other_pools.values():
             pool.close()
-        self._seeded_pools.clear()
+        self._other_pools.clear()
 
 
 def find_binary(executor: str, binary: str, package: str) -> str:

@@ -226,7 +226,7 @@ def build() -> tuple[tuple, frozenset]:
     """The ground as it is now, for ``settle.stand_on``, and the code objects of every
     function alive now (for ``install_audit``); ``FRAMEWORK_GROUND`` becomes the modules
     that ``framework_ground`` finds now."""
-    global FRAMEWORK_GROUND
+    global FRAMEWORK_GROUND, _COLLECTED
     FRAMEWORK_GROUND = framework_ground()
     objects = gc.get_objects()
     # (__main__ aside: the zygote's, or the script's that called prepare)
@@ -249,6 +249,33 @@ def build() -> tuple[tuple, frozenset]:
                 g.add_held(f"{holder}.{key}", value, framework)
     for fn in functions:
         g.add_function(fn)
+    _COLLECTED = (g, modules, classes)
+    return _record(g, modules, classes), frozenset(f.__code__ for f in functions)
+
+
+_COLLECTED: tuple | None = None  # what build found the ground to be: its objects
+
+
+def record_again() -> tuple:
+    """The ground ``build`` found, its objects as they are now: what the zygote's imports
+    did to them since (``child.prepare``: registries, caches, re's compiled patterns) is part
+    of what ``settle`` puts back to and compares with, and the modules they brought are not
+    walked."""
+    g, modules, classes = _COLLECTED
+    names = {n for n, _m in modules}
+    # Their modules' own __builtins__ are left to them in a child, as their other names are
+    # (settle walks them on every script test otherwise: a page copied per module and dict).
+    libraries = tuple(m for n, m in list(sys.modules.items()) if n not in names and isinstance(m, types.ModuleType))
+    for i, cell in enumerate(g.cells):
+        try:
+            g.cell_values[i] = cell.cell_contents
+        except ValueError:  # emptied since: settle puts the value back
+            pass
+    return _record(g, modules, classes, libraries)
+
+
+def _record(g: _Ground, modules: list, classes: list, libraries: tuple = ()) -> tuple:
+    """The ground tuple ``settle.stand_on`` takes: ``g``'s objects and their contents now."""
     held_dicts = [instance_dict(o) for o in g.held]
     triples = [(d, k, v, f"{label}.{k}") for d, label in zip(held_dicts, g.held_labels) for k, v in d.items()
                if type(k) is str and (callable(v) or isinstance(v, types.ModuleType))]
@@ -281,12 +308,12 @@ def build() -> tuple[tuple, frozenset]:
          tuple(g.held_labels), tuple(t[0] for t in triples), tuple(t[1] for t in triples),
          tuple(t[2] for t in triples), tuple(t[3] for t in triples)),
         (sys.modules, tuple(n for n, _m in modules), tuple(m for _n, m in modules),
-         frozenset(n for n, _m in modules)),
+         frozenset(n for n, _m in modules), frozenset(map(id, libraries)), libraries),  # (held: ids stay theirs)
         (tuple(s for s, _h in handlers), tuple(h for _s, h in handlers),
          frozenset(signal.pthread_sigmask(signal.SIG_BLOCK, ())), tuple(sys.get_asyncgen_hooks())),
         (caches, frozenset(id(p) for p in zygote_patterns), zygote_patterns),
     )
-    return ground, frozenset(f.__code__ for f in functions)
+    return ground
 
 
 

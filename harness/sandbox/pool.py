@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, Hashable, Iterable, Iterator, Sequence
 
-from codea1.harness.sandbox.protocol import Reply, ReplyError, StreamEnded, job_line, read_frame
+from codea1.harness.sandbox.protocol import FRAMEWORKS, Reply, ReplyError, StreamEnded, job_line, read_frame
 
 DEFAULT_PRELOAD = ("math", "re", "collections", "itertools", "functools", "heapq", "bisect", "string",
                    "typing", "json", "fractions", "decimal", "statistics", "random", "copy", "operator",
@@ -245,9 +245,11 @@ class ZygotePool:
     (e.g. ``["firejail", "--quiet", ...]``)."""
 
     def __init__(self, workers: int, prefix: Sequence[str] = (), preload: Sequence[str] = DEFAULT_PRELOAD,
-                 zygote_args: Sequence[str] = (), python: str = sys.executable, hash_seed: int = 0):
+                 zygote_args: Sequence[str] = (), python: str = sys.executable, hash_seed: int = 0,
+                 frameworks: Sequence[str] = FRAMEWORKS, imports: Sequence[str] = ()):
         self.workers = max(1, int(workers))
         self.hash_seed = hash_seed
+        self.frameworks = tuple(frameworks)
         # A minimal environment: the initial environment block stays readable in
         # /proc/self/environ of every child, so secrets must never reach the zygote at all.
         env = {key: os.environ[key] for key in ("PATH", "LANG", "LC_ALL", "TZ") if key in os.environ}
@@ -259,7 +261,8 @@ class ZygotePool:
         # a checkout's bare codea1/ folder cannot shadow the installed package.
         safe_path = ["-P"] if sys.version_info >= (3, 11) else []
         self._argv = [*prefix, python, *safe_path, "-m", "codea1.harness.sandbox.zygote", "--preload",
-                      ",".join(preload), *zygote_args]
+                      ",".join(preload), "--frameworks", ",".join(frameworks), "--imports", ",".join(imports),
+                      *zygote_args]
         self._env = env
         self._free: queue.Queue[_Zygote] = queue.Queue()
         self._all: list[_Zygote] = []

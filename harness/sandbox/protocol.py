@@ -43,6 +43,9 @@ MAX_HEADER_BYTES = 8 * 1024 * 1024  # a header carries up to 2 x 64 KB of output
 MAX_DEPTH = 10_000  # nesting of a record (plaindata.MAX_DEPTH, plus the record's own levels)
 MAX_ITEMS = 50_000_000  # values in one record
 MESSAGE_BYTES = 4096  # a forker datagram
+# The test frameworks a zygote can prepare (its --frameworks): unittest always, the others
+# where its jobs' scripts need them.
+FRAMEWORKS = ("unittest", "unittest.mock", "pytest")
 
 
 class ReplyError(RuntimeError):

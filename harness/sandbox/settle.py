@@ -268,12 +268,12 @@ def _settle_interpreter(module, modules, interpreter, changed, stuck, is_=operat
                         set_hooks=sys.set_asyncgen_hooks, gettrace=sys.gettrace, getprofile=sys.getprofile,
                         thread_count=_thread._count, current_frames=sys._current_frames, environ=os.environ,
                         framework_names=FRAMEWORK_NAMES, framework_submodules=FRAMEWORK_SUBMODULES,
-                        catch=Exception) -> str:
+                        id_=id, catch=Exception) -> str:
     """sys.modules, every module's own ``__builtins__``, signal handlers and timers, the signal
     mask, async generator hooks, pytest's environment variables. Returns why no test can run
     now ("the program left threads running": they could change the test or the runner while
     it runs; native threads that run no Python, such as OpenBLAS' pool, are not counted)."""
-    sysmods, names, mods, known = modules
+    sysmods, names, mods, known, libraries, _held = modules
     if not all_(map_(is_, map_(get, repeat(sysmods), names), mods)):
         for name, m in zip_(names, mods):
             if get(sysmods, name) is not m:
@@ -288,6 +288,8 @@ def _settle_interpreter(module, modules, interpreter, changed, stuck, is_=operat
         if type_(module) is not module_type:
             set_attribute(module, "__class__", module_type)
     for m in tuple_(values_of(sysmods)):  # a module's own builtins (its __import__, __build_class__)
+        if id_(m) in libraries:  # imported by the zygote after the ground: no more held than a program's import
+            continue
         try:
             namespace = get_attribute(m, "__dict__")
             if type_(namespace) is dict_:

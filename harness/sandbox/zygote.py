@@ -645,7 +645,13 @@ def _kill_group(pid: int) -> None:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness.sandbox.zygote")
-    parser.add_argument("--preload", default="", help="comma-separated modules to import once")
+    parser.add_argument("--preload", default="", help="comma-separated modules to import once, before the "
+                        "ground is recorded (part of it)")
+    parser.add_argument("--frameworks", default=",".join(child.FRAMEWORKS),
+                        help="comma-separated test frameworks to prepare (of unittest, unittest.mock, pytest; "
+                             "unittest always): a job whose scripts need another runs on a zygote that has it")
+    parser.add_argument("--imports", default="", help="comma-separated modules to import once, after the ground "
+                        "is recorded: libraries the programs import (as a program's own import would)")
     parser.add_argument("--no-network-isolation", action="store_true")
     parser.add_argument("--no-seccomp", action="store_true")
     parser.add_argument("--no-landlock", action="store_true")
@@ -680,7 +686,9 @@ def main(argv=None) -> int:
             preloaded.append(name)
         except Exception as exc:  # noqa: BLE001 - reported in the ready line
             failed[name] = f"{type(exc).__name__}: {exc}"
-    child.prepare()  # after the preloads: children start from what the zygote has then
+    frameworks = tuple(f for f in child.FRAMEWORKS if f == "unittest" or f in args.frameworks.split(","))
+    # After the preloads: children start from what the zygote has then.
+    imported, imports_failed = child.prepare(frameworks, [m for m in args.imports.split(",") if m])
     # What a child may read under Landlock: the interpreter and what it can import, the system.
     home = os.path.expanduser("~")  # from the password database: the pool passes no HOME
     readable = confine.read_paths([os.getcwd(), home, tempfile.gettempdir(), *args.forbid], args.read) \
@@ -694,7 +702,8 @@ def main(argv=None) -> int:
     write_frame(reply, {"ready": True, "pid": os.getpid(), "forker_pid": zygote.forker.pid, "network_isolation": network or "none", "seccomp": seccomp,
                    "landlock": landlock or "none", "readable": [p for p, _fd, _r in zygote.read_rules],
                    "subreaper": zygote.forker.subreaper,
-                   "preloaded": preloaded, "preload_failed": failed, "uid": os.getuid(),
+                   "preloaded": preloaded, "preload_failed": failed, "frameworks": list(frameworks),
+                   "imports": imported, "imports_failed": imports_failed, "uid": os.getuid(),
                    "privileges": zygote.privileges, "unix_sockets": zygote.unix_sockets, "ipc_namespace": ipc,
                    "python": sys.version.split()[0]})
     # The tests of the latest problem are kept here, as marshal bytes in a memfd each child

@@ -78,6 +78,12 @@ class Executor:
         """What this executor enforces, for the run's environment record."""
         return {}
 
+    def warm_for(self, frameworks: Sequence[str] | None = None, imports: Sequence[str] = ()) -> None:
+        """A hint, before any job: the test frameworks the run's scripts use (None: any) and
+        the libraries its programs import (``Benchmark.frameworks``, ``Benchmark.imports``).
+        An executor that keeps warm workers may prepare and import just these once; every
+        job must run as well without the hint. Optional: the default ignores it."""
+
     def start_in_background(self) -> None:
         """Begin starting workers (processes, connections) now, without waiting for them:
         a run calls it before loading its data. ``run`` and ``info`` must still work, waiting

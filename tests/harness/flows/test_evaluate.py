@@ -18,7 +18,10 @@ def test_run_files(plugins, tmp_path):
     assert len((tmp_path / "verdicts.jsonl").read_text().splitlines()) == 19
     config = json.loads((tmp_path / "config.json").read_text())
     assert config["benchmark"] == "demo" and config["command"] == "evaluate"
-    assert "packages" in json.loads((tmp_path / "environment.json").read_text())
+    environment = json.loads((tmp_path / "environment.json").read_text())
+    assert "packages" in environment
+    # The demo's tests are calls: its zygotes prepare unittest alone (Benchmark.frameworks).
+    assert environment["executor"]["frameworks"] == ["unittest"] and environment["executor"]["imports"] == []
     assert not list(tmp_path.glob("*_eval_results.json"))  # only for evalplus' benchmarks
 
 

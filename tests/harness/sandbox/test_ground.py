@@ -239,3 +239,25 @@ def test_a_cached_pattern_whose_code_is_not_its_texts_is_found():
     assert out["honest"]["changed"] == []
     assert out["same text"] and out["lookup"]
     assert out["forged"]["changed"] == ["re._cache"]
+
+
+def test_what_the_zygotes_imports_change_on_the_ground_is_recorded_with_it():
+    """prepare's ``imports`` (a benchmark's libraries) are imported after the ground is built,
+    and what they did to it (here: the patterns http.cookiejar compiles into re's cache) is
+    recorded with it: settle keeps it. The same import after prepare, as a program's own,
+    is put back (its patterns leave the cache); a library that does not import is reported."""
+    def cache_sizes(prepare: str) -> dict:
+        code = ("import json, re, sys\nfrom codea1.harness.sandbox import child, settle\n" + prepare +
+                "\nbefore = len(re._cache)\nsettle.settle(None)\n"
+                "print(json.dumps({'before': before, 'after': len(re._cache), 'result': result}))\n")
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    imported = cache_sizes("result = child.prepare(('unittest',), ['http.cookiejar', 'no_such_module_here'])")
+    assert imported["result"][0] == ["http.cookiejar"]
+    assert list(imported["result"][1]) == ["no_such_module_here"]
+    assert "ModuleNotFoundError" in imported["result"][1]["no_such_module_here"]
+    assert imported["after"] == imported["before"]
+    by_program = cache_sizes("child.prepare(('unittest',))\nimport http.cookiejar\nresult = None")
+    assert by_program["after"] < by_program["before"] == imported["before"]
