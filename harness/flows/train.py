@@ -29,7 +29,7 @@ checkpoints/step-N, evaluation/step-N and the trainer's files, mistake_book/step
 N steps done), a checkpoint every ``checkpoint_every`` steps, evaluation every
 ``eval_every`` steps; finally the policies exported as Hugging Face directories under
 DIR/export/ROLE. One progress bar for the steps, showing the last step's rewards and each
-policy's loss, and the phase. ``dry_run``: the checks made before a model loads (and that
+policy's loss, the phase, and the time left (from the first step's first phases on). ``dry_run``: the checks made before a model loads (and that
 every policy's model is a directory here or a hub name in the local cache), then the plan
 and the resolved config, nothing loaded or written.
 
@@ -445,7 +445,7 @@ def train(plugins, cfg: TrainConfig) -> dict[str, Any]:
                   file=sys.stderr, flush=True)
         rows = run.store.load_rows()
         t0 = time.perf_counter()
-        with step_bar(t.steps, first, cfg.progress, tuple(policies)) as bar, \
+        with step_bar(t.steps, first, cfg.progress, tuple(policies), rows[:first]) as bar, \
                 StepMirror(t.log_to, out, settings.as_dict()) as mirror:
             context.show_phase = bar.show_phase
             for step in range(first, t.steps):
@@ -649,14 +649,20 @@ def resume(run: Run, trainer, context: TrainContext, out: Path) -> int:
 
 class step_bar:
     """The steps on two lines that each fit the terminal, 80 columns at most: the bar, with
-    the step now running, its phase and its seconds so far; under it, the last step's rewards
-    and each policy's loss (is the run learning?)."""
+    the step now running, its phase and its seconds so far, and the run's time left (tqdm's,
+    from the steps' rate; before a step has ended, ``time_left``'s); under it, the last
+    step's rewards and each policy's loss (is the run learning?)."""
 
-    def __init__(self, total: int, first: int, enabled: bool, roles: tuple[str, ...] = ()):
+    # Before a step of this process has ended, tqdm has no rate: the bar shows the elapsed time
+    # alone and the postfix carries the estimate (``time_left``).
+    NO_RATE_FORMAT = "{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]"
+
+    def __init__(self, total: int, first: int, enabled: bool, roles: tuple[str, ...] = (), done_rows=()):
         self.total, self.first, self.enabled, self.roles = total, first, enabled, roles
         self.bar = self.status = None
         self.step = first + 1
         self.step_start = time.perf_counter()
+        self.earlier_step_s = mean_step_seconds(done_rows)
 
     def __enter__(self):
         if self.enabled:
@@ -667,16 +673,19 @@ class step_bar:
 
             width = min(80, shutil.get_terminal_size((80, 24)).columns)
             self.bar = tqdm(total=self.total, initial=self.first, desc="train", unit="step", file=sys.stderr,
-                            ncols=width, position=0)
+                            ncols=width, position=0, bar_format=self.NO_RATE_FORMAT)
             self.status = tqdm(total=0, bar_format="{desc}", file=sys.stderr, ncols=width, position=1,
                                desc="  last step: none yet")
         return self
 
     def show_phase(self, name: str) -> None:
         if self.bar is not None:
-            # the step's own clock: before the first step ends, tqdm has no rate to show
-            self.bar.set_postfix_str(f"step {self.step}: {name}, {time.perf_counter() - self.step_start:.0f}s in",
-                                     refresh=True)
+            in_step = time.perf_counter() - self.step_start  # the step's own clock
+            text = f"step {self.step}: {name}, {in_step:.0f}s in"
+            if self.bar.n == self.first:  # no step of this process has ended: tqdm has no rate yet
+                left = time_left(self.total - self.step, in_step, self.earlier_step_s)
+                text += f", {left} left" if left else ""
+            self.bar.set_postfix_str(text, refresh=True)
 
     def show_figures(self, row: dict) -> None:
         if self.status is not None:
@@ -687,6 +696,8 @@ class step_bar:
         self.step += n
         self.step_start = time.perf_counter()
         if self.bar is not None:
+            if self.bar.n == self.first:
+                self.bar.bar_format = None  # tqdm's own: elapsed<remaining, rate
             self.bar.update(n)
 
     def __exit__(self, *exc):
@@ -694,6 +705,37 @@ class step_bar:
             if bar is not None:
                 bar.close()
         self.bar = self.status = None  # the phases after the steps (export) show on no bar
+
+
+def time_left(steps_after: int, in_step: float, earlier_step_s: float | None) -> str:
+    """The run's time left, as the bar shows it before any step of this process has ended:
+    from the steps done before a resume (their mean phase seconds, ``earlier_step_s``) as
+    "~4m"; else, in a new run's first step, the steps after this one times this step's
+    seconds so far, as "9m+": the step is at least that long, and the figure grows until it
+    ends (the first step also loads and warms up, so later steps may be quicker). "" where
+    there is nothing to go on yet: a new run's first second, or its only step."""
+    if earlier_step_s is not None:
+        return "~" + seconds_text(max(earlier_step_s - in_step, 0.0) + steps_after * earlier_step_s)
+    if steps_after < 1 or in_step < 1:
+        return ""
+    return seconds_text(steps_after * in_step) + "+"
+
+
+def seconds_text(seconds: float) -> str:
+    """45s, 12m, 3.4h: short enough for the bar's 80 columns."""
+    if seconds < 90:
+        return f"{seconds:.0f}s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f}m"
+    return f"{seconds / 3600:.1f}h"
+
+
+def mean_step_seconds(rows) -> float | None:
+    """A step's mean seconds over the step log's rows that carry phase timing (the sum of
+    their phases' seconds; evaluation and checkpoints aside); None when none does."""
+    totals = [sum(v for v in row["timing"].values() if isinstance(v, (int, float)))
+              for row in rows if isinstance(row.get("timing"), dict) and row["timing"]]
+    return sum(totals) / len(totals) if totals else None
 
 
 def bar_figures(row: dict, roles: tuple[str, ...]) -> str:

@@ -4,7 +4,7 @@ local cache); a hub name the hub cannot give fails at once, after one request; a
 changes what the run is, or asks for fewer steps than are done, is refused naming every key;
 one that extends `steps` or changes `log_to` runs, says "resumed at step N", and is recorded
 in config.json, so `codea1 show` reads "steps: N of M"; the progress bar shows the step's
-reward and loss.
+reward and loss, and a resumed run's time left from its earlier steps.
 
 The hub is a local socket that keeps each request's first line and answers none (HF_ENDPOINT
 points the client there): "no network" on any machine, and the requests it would have had."""
@@ -232,12 +232,17 @@ def test_a_resume_that_extends_steps_and_changes_log_to_runs_and_is_recorded(don
     pytest.importorskip("tensorboard", reason="tensorboard is not installed (pip install 'codea1[watch]')")
     shutil.copytree(done_run, tmp_path / "run")
     shutil.copy(done_run.parent / "sft.toml", tmp_path)
-    args = ["train", "--config", "sft.toml", "--out", "run", "--resume", "--no-progress", "--set", "train.steps=3",
+    args = ["train", "--config", "sft.toml", "--out", "run", "--resume", "--set", "train.steps=3",
             "--set", 'train.log_to=["tensorboard"]']
     changes = 'train.steps was 2, now 3; train.log_to was [], now ["tensorboard"]'
     extended = codea1(tmp_path, *args)
     assert extended.returncode == 0, extended.stderr[-3000:]
     assert f"resumed at step 2 of 3 ({changes})" in extended.stderr.splitlines()
+    # before its first step ends, the bar's time left comes from the steps done before
+    shown = [re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", line) for line in extended.stderr.replace("\r", "\n").splitlines()]
+    bars = [line.rstrip() for line in shown if line.startswith("train:")]
+    assert any(re.search(r"2/3 \[00:\d\d, step 3: update, \d+s in, ~\d+s left\]$", line) for line in bars), bars
+    assert max(map(len, bars)) <= 80
     assert [r["step"] for r in rows(tmp_path / "run")] == [1, 2, 3]
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     assert config["train"]["steps"] == 3 and config["train"]["log_to"] == ["tensorboard"]
