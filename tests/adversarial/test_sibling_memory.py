@@ -18,6 +18,9 @@ SIBLING = ("def f(x):\n    return x + 1 if x else 'SIBL' + 'INGSECRET-4242-RESUL
 # Probes pages around its own objects (write() answers EFAULT for an unmapped page, so
 # nothing faults) and returns where the marker lies. `planted` is made at run time: a copy
 # the scan must find, so an empty answer means the heap was read and held no other copy.
+# Stale copies of `planted` itself (the scan's own chunks of the page that holds it, freed
+# and not yet overwritten: its bytes and their end, NUL) are the scanner's, not a sibling's,
+# whose markers go on with "-RESULT" and "-PROGRAM".
 SCANNER = r'''
 import ctypes, os
 def f(x):
@@ -42,8 +45,10 @@ def f(x):
             at = chunk.find(needle)
             while at >= 0:
                 if at < 4096 and page + at != id(needle) + 32:
-                    found.append("planted" if page + at == id(planted) + 32 else
-                                 chunk[at:at + 30].decode("latin-1"))
+                    if page + at == id(planted) + 32:
+                        found.append("planted")
+                    elif not chunk.startswith(planted + b"\0", at):
+                        found.append(chunk[at:at + 30].decode("latin-1"))
                 at = chunk.find(needle, at + 1)
     return sorted(set(found))
 '''
