@@ -116,26 +116,28 @@ def main() -> int:
             run_codea1(args.data, samples, ids, args.workers, work / "out", caches[name], python)
     times: dict[str, list[float]] = {"bigcodebench": [], **{name: [] for name in codea1s}}
     verdicts: dict[str, dict] = {}
+    skipped: dict[str, set[str]] = {}
     for _ in range(args.repeat):
         seconds, verdicts["bigcodebench"] = run_bigcodebench(args.data, samples, ids, args.workers, bcb_cache)
         times["bigcodebench"].append(seconds)
         for name, python in codea1s.items():
-            seconds, verdicts[name], skipped = run_codea1(args.data, samples, ids, args.workers, work / "out",
-                                                          caches[name], python)
+            seconds, verdicts[name], skipped[name] = run_codea1(args.data, samples, ids, args.workers, work / "out",
+                                                                caches[name], python)
             times[name].append(seconds)
         print("  " + ", ".join(f"{name} {t[-1]:.1f} s" for name, t in times.items()), flush=True)
     bcb = statistics.median(times["bigcodebench"])
     for name in codea1s:
         ours, theirs = verdicts[name], verdicts["bigcodebench"]
-        compared = [key for key in ours if key[0] not in skipped]
+        compared = [key for key in ours if key[0] not in skipped[name]]
         differ = sorted(key for key in compared if ours[key] != theirs.get(key))
         seconds = statistics.median(times[name])
         print(f"{name} evaluate: {seconds:.1f} s   bigcodebench evaluate: {bcb:.1f} s   ({bcb / seconds:.2f}x); "
               f"verdicts: {len(compared) - len(differ)} of {len(compared)} equal"
               + (f"; differ: {', '.join(f'{t}#{i}' for t, i in differ[:8])}" if differ else ""))
-    if skipped:
-        print(f"{len(skipped)} task(s) codea1 skips (its reference fails here), not compared: "
-              f"{', '.join(sorted(skipped))}")
+    for name, tasks in skipped.items():
+        if tasks:
+            print(f"{len(tasks)} task(s) {name} skips (its reference fails here), not compared: "
+                  f"{', '.join(sorted(tasks))}")
     return 0
 
 

@@ -29,9 +29,10 @@ checkpoints/step-N, evaluation/step-N and the trainer's files, mistake_book/step
 N steps done), a checkpoint every ``checkpoint_every`` steps, evaluation every
 ``eval_every`` steps; finally the policies exported as Hugging Face directories under
 DIR/export/ROLE. One progress bar for the steps, showing the last step's rewards and each
-policy's loss, the phase, and the time left (from the first step's first phases on). ``dry_run``: the checks made before a model loads (and that
-every policy's model is a directory here or a hub name in the local cache), then the plan
-and the resolved config, nothing loaded or written.
+policy's loss, the phase, and the time left (from the first step's first phases on).
+``dry_run``: the checks made before a model loads (and that every policy's model is a
+directory here or a hub name in the local cache), then the plan and the resolved config,
+nothing loaded or written.
 
 A resume continues the same run: it may change how long the run goes (``steps``, never below
 the steps its last checkpoint holds), how often it checkpoints or evaluates, where its step
