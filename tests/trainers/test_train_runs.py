@@ -124,6 +124,11 @@ def rows(out: Path) -> list[dict]:
     return [json.loads(line) for line in (out / "steps.jsonl").read_text().splitlines()]
 
 
+def screen_lines(stderr: str) -> list[str]:
+    """What a terminal showed of the progress bars, a line per redraw, escapes removed."""
+    return [re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", line) for line in stderr.replace("\r", "\n").splitlines()]
+
+
 @pytest.fixture(scope="module")
 def done_run(tiny_model, tmp_path_factory) -> Path:
     """A complete 2-step sft run (its 2 checkpoints kept)."""
@@ -191,7 +196,7 @@ def test_a_cached_hub_name_trains_without_the_hub_and_the_bar_shows_reward_and_l
     policy = json.loads((tmp_path / "run" / "environment.json").read_text())["policies"]["code"]
     assert policy["model"] == HUB_NAME and policy["loaded_from"].endswith(f"snapshots/{'0' * 40}")
     row = rows(tmp_path / "run")[-1]
-    shown = [re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", line) for line in done.stderr.replace("\r", "\n").splitlines()]
+    shown = screen_lines(done.stderr)
     figures = f"  last step (1): reward_code {row['reward_code']:.3g}, code_loss {row['code_loss']:.3g}"
     assert figures in shown, shown[-6:]
     bars = [line for line in shown if line.startswith("train:")]
@@ -239,8 +244,7 @@ def test_a_resume_that_extends_steps_and_changes_log_to_runs_and_is_recorded(don
     assert extended.returncode == 0, extended.stderr[-3000:]
     assert f"resumed at step 2 of 3 ({changes})" in extended.stderr.splitlines()
     # before its first step ends, the bar's time left comes from the steps done before
-    shown = [re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", line) for line in extended.stderr.replace("\r", "\n").splitlines()]
-    bars = [line.rstrip() for line in shown if line.startswith("train:")]
+    bars = [line.rstrip() for line in screen_lines(extended.stderr) if line.startswith("train:")]
     assert any(re.search(r"2/3 \[00:\d\d, step 3: update, \d+s in, ~\d+s left\]$", line) for line in bars), bars
     assert max(map(len, bars)) <= 80
     assert [r["step"] for r in rows(tmp_path / "run")] == [1, 2, 3]
